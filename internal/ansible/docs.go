@@ -1,0 +1,143 @@
+package ansible
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Return documents one key of a module's result.
+type Return struct {
+	Name        string
+	Description []string
+	Returned    string
+	Type        string
+	Sample      any
+	Contains    []Return
+}
+
+type docOption struct {
+	Description []string             `yaml:"description"`
+	Type        string               `yaml:"type"`
+	Elements    string               `yaml:"elements,omitempty"`
+	Required    bool                 `yaml:"required,omitempty"`
+	Default     any                  `yaml:"default,omitempty"`
+	Choices     []any                `yaml:"choices,omitempty"`
+	Aliases     []string             `yaml:"aliases,omitempty"`
+	Suboptions  map[string]docOption `yaml:"suboptions,omitempty"`
+}
+
+type docAttribute struct {
+	Support     string `yaml:"support"`
+	Description string `yaml:"description"`
+}
+
+type documentation struct {
+	Module           string                  `yaml:"module"`
+	ShortDescription string                  `yaml:"short_description"`
+	VersionAdded     string                  `yaml:"version_added"`
+	Description      []string                `yaml:"description"`
+	Author           []string                `yaml:"author"`
+	Options          map[string]docOption    `yaml:"options"`
+	Attributes       map[string]docAttribute `yaml:"attributes"`
+	Notes            []string                `yaml:"notes,omitempty"`
+}
+
+type docReturn struct {
+	Description []string             `yaml:"description"`
+	Returned    string               `yaml:"returned"`
+	Type        string               `yaml:"type"`
+	Sample      any                  `yaml:"sample,omitempty"`
+	Contains    map[string]docReturn `yaml:"contains,omitempty"`
+}
+
+type sidecar struct {
+	Documentation documentation        `yaml:"DOCUMENTATION"`
+	Examples      string               `yaml:"EXAMPLES"`
+	Return        map[string]docReturn `yaml:"RETURN"`
+}
+
+// Sidecar renders the module's docs as the plugins/modules/<name>.yml file
+// that ansible-doc reads for a binary module.
+func Sidecar(m *Module) ([]byte, error) {
+	doc := sidecar{
+		Documentation: documentation{
+			Module:           m.Name,
+			ShortDescription: m.ShortDescription,
+			VersionAdded:     "1.0.0",
+			Description:      m.Description,
+			Author:           m.Author,
+			Options:          docOptions(m.Spec.Options),
+			Attributes: map[string]docAttribute{
+				"check_mode": {Support: orNone(m.CheckMode), Description: "Can run in check_mode and return changed status prediction without modifying target."},
+				"diff_mode":  {Support: orNone(m.DiffMode), Description: "Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode."},
+				"platform":   {Support: "full", Description: "A Go binary module: the target needs no Python."},
+			},
+			Notes: m.Notes,
+		},
+		Examples: strings.TrimLeft(m.Examples, "\n"),
+		Return:   docReturns(m.Returns),
+	}
+	for name, o := range doc.Documentation.Options {
+		if len(o.Description) == 0 {
+			return nil, fmt.Errorf("module %s: option %s has no description", m.Name, name)
+		}
+	}
+	var buf bytes.Buffer
+	buf.WriteString("# Generated from the module's Go spec by `make docs`; do not edit.\n")
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(doc); err != nil {
+		return nil, fmt.Errorf("render docs of %s: %w", m.Name, err)
+	}
+	if err := enc.Close(); err != nil {
+		return nil, fmt.Errorf("render docs of %s: %w", m.Name, err)
+	}
+	return buf.Bytes(), nil
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+func docOptions(options []Option) map[string]docOption {
+	if len(options) == 0 {
+		return nil
+	}
+	out := make(map[string]docOption, len(options))
+	for _, o := range options {
+		out[o.Name] = docOption{
+			Description: o.Description,
+			Type:        string(o.typ()),
+			Elements:    string(o.Elements),
+			Required:    o.Required,
+			Default:     o.Default,
+			Choices:     o.Choices,
+			Aliases:     o.Aliases,
+			Suboptions:  docOptions(o.Options),
+		}
+	}
+	return out
+}
+
+func docReturns(returns []Return) map[string]docReturn {
+	if len(returns) == 0 {
+		return nil
+	}
+	out := make(map[string]docReturn, len(returns))
+	for _, r := range returns {
+		out[r.Name] = docReturn{
+			Description: r.Description,
+			Returned:    r.Returned,
+			Type:        r.Type,
+			Sample:      r.Sample,
+			Contains:    docReturns(r.Contains),
+		}
+	}
+	return out
+}

@@ -1,0 +1,348 @@
+package ansible
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
+	"sort"
+	"strings"
+)
+
+// Module describes a module: its options (the spec) and the prose that goes
+// into its sidecar docs.
+type Module struct {
+	Name             string
+	ShortDescription string
+	Description      []string
+	Notes            []string
+	Author           []string
+	Spec             Spec
+	// CheckMode and DiffMode describe the support level for the docs'
+	// attributes: "full", "partial" or "none".
+	CheckMode string
+	DiffMode  string
+	Examples  string
+	Returns   []Return
+}
+
+// Request is one invocation: validated options and Ansible's task settings.
+type Request struct {
+	Module    string
+	Params    map[string]any
+	CheckMode bool
+	Diff      bool
+	NoLog     bool
+	Verbosity int
+	TmpDir    string
+
+	secrets  []string
+	warnings []string
+}
+
+// Decode fills out (a pointer to a struct with json tags) from the
+// validated options.
+func (r *Request) Decode(out any) error {
+	raw, err := json.Marshal(r.Params)
+	if err != nil {
+		return fmt.Errorf("encode options: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(out); err != nil {
+		return fmt.Errorf("decode options: %w", err)
+	}
+	return nil
+}
+
+// AddSecret registers a value that must never appear in the result, for
+// secrets that do not come from a no_log option (a token read from a file).
+func (r *Request) AddSecret(value string) {
+	if value != "" {
+		r.secrets = append(r.secrets, value)
+	}
+}
+
+// Warn adds a warning that Ansible shows after the task.
+func (r *Request) Warn(format string, args ...any) {
+	r.warnings = append(r.warnings, fmt.Sprintf(format, args...))
+}
+
+// Result is what a module returns. Values holds module-specific keys.
+type Result struct {
+	Changed      bool
+	Msg          string
+	Diff         []Diff
+	Warnings     []string
+	Deprecations []Deprecation
+	Values       map[string]any
+}
+
+// Set records a module-specific return value.
+func (r *Result) Set(key string, value any) {
+	if r.Values == nil {
+		r.Values = map[string]any{}
+	}
+	r.Values[key] = value
+}
+
+// Diff is one before/after pair shown by --diff.
+type Diff struct {
+	Before       string `json:"before"`
+	After        string `json:"after"`
+	BeforeHeader string `json:"before_header,omitempty"`
+	AfterHeader  string `json:"after_header,omitempty"`
+}
+
+// Deprecation is one entry of the result's deprecations.
+type Deprecation struct {
+	Msg            string `json:"msg"`
+	Version        string `json:"version,omitempty"`
+	Date           string `json:"date,omitempty"`
+	CollectionName string `json:"collection_name,omitempty"`
+}
+
+// RunFunc is a module's body. A returned error fails the task with its
+// text as msg; the Result's values are still returned beside it.
+type RunFunc func(ctx context.Context, req *Request) (*Result, error)
+
+// Internal keys that Ansible adds to every args file.
+const (
+	keyCheckMode = "_ansible_check_mode"
+	keyDiff      = "_ansible_diff"
+	keyNoLog     = "_ansible_no_log"
+	keyVerbosity = "_ansible_verbosity"
+	keyTmpDir    = "_ansible_tmpdir"
+)
+
+// Placeholders Python's AnsibleModule uses when it masks a no_log value.
+const (
+	noLogPlaceholder = "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER"
+	noLogMask        = "********"
+)
+
+// Main runs a module as Ansible calls a binary one (`<binary> <args-file>`)
+// and exits: 0 on success, 1 on failure.
+func Main(m *Module, run RunFunc) {
+	// Anything else printed to stdout would corrupt the one JSON object
+	// Ansible reads, so stdout is kept for the result alone.
+	out := os.Stdout
+	os.Stdout = os.Stderr
+	os.Exit(Execute(context.Background(), m, os.Args[1:], out, run))
+}
+
+// Execute runs the module with the given command-line arguments, writes
+// the JSON result to out and returns the exit code.
+func Execute(ctx context.Context, m *Module, args []string, out io.Writer, run RunFunc) (code int) {
+	var req *Request
+	result := map[string]any{}
+	defer func() {
+		if p := recover(); p != nil {
+			result = map[string]any{
+				"failed":    true,
+				"msg":       fmt.Sprintf("module %s crashed (a bug; please report it): %v", m.Name, p),
+				"exception": string(debug.Stack()),
+			}
+		}
+		var secrets []string
+		if req != nil {
+			secrets = req.secrets
+		}
+		code = writeResult(out, result, secrets)
+	}()
+
+	var ok bool
+	req, result, ok = prepare(m, args)
+	if !ok {
+		return 1
+	}
+	res, err := run(ctx, req)
+	result = req.result(res, err)
+	result["invocation"] = map[string]any{"module_args": maskParams(req.Params, req.secrets)}
+	return 0
+}
+
+// prepare reads and validates the args file; on failure it returns the
+// failure result and false (the request, if any, still holds the secrets).
+func prepare(m *Module, args []string) (*Request, map[string]any, bool) {
+	if len(args) != 1 {
+		return nil, failure("module %s expects the path of an args file as its only argument (Ansible runs binary modules as `<module> <args-file>`), got %d arguments", m.Name, len(args)), false
+	}
+	raw, err := readArgs(args[0])
+	if err != nil {
+		return nil, failure("%v", err), false
+	}
+	req := &Request{Module: m.Name}
+	options := map[string]any{}
+	for k, val := range raw {
+		if !strings.HasPrefix(k, "_ansible_") {
+			options[k] = val
+			continue
+		}
+		switch k {
+		case keyCheckMode:
+			req.CheckMode = truthy(val)
+		case keyDiff:
+			req.Diff = truthy(val)
+		case keyNoLog:
+			req.NoLog = truthy(val)
+		case keyVerbosity:
+			n, _ := toInt(val)
+			req.Verbosity, _ = n.(int)
+		case keyTmpDir:
+			req.TmpDir, _ = val.(string)
+		}
+	}
+	v := &validation{module: m.Name}
+	req.Params = v.validate(m.Spec, options, nil)
+	req.secrets = v.noLog
+	req.warnings = v.warnings
+	if len(v.errors) > 0 {
+		res := failure("%s", v.errors[0])
+		res["invocation"] = map[string]any{"module_args": maskParams(req.Params, req.secrets)}
+		return req, res, false
+	}
+	return req, nil, true
+}
+
+func readArgs(path string) (map[string]any, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read args file %s: %w", path, err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var raw map[string]any
+	if err := dec.Decode(&raw); err != nil {
+		return nil, fmt.Errorf("args file %s is not a JSON object: %w", path, err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("args file %s holds more than one JSON value", path)
+	}
+	if raw == nil {
+		return nil, fmt.Errorf("args file %s is not a JSON object: null", path)
+	}
+	return raw, nil
+}
+
+func truthy(val any) bool {
+	b, err := toBool(val)
+	return err == nil && b.(bool)
+}
+
+func failure(format string, args ...any) map[string]any {
+	return map[string]any{"failed": true, "msg": fmt.Sprintf(format, args...)}
+}
+
+func (r *Request) result(res *Result, err error) map[string]any {
+	if res == nil {
+		res = &Result{}
+	}
+	out := map[string]any{}
+	for k, val := range res.Values {
+		out[k] = val
+	}
+	out["changed"] = res.Changed
+	if res.Msg != "" {
+		out["msg"] = res.Msg
+	}
+	if err != nil {
+		out["failed"] = true
+		out["msg"] = err.Error()
+	}
+	if r.Diff && len(res.Diff) == 1 {
+		out["diff"] = res.Diff[0]
+	} else if r.Diff && len(res.Diff) > 1 {
+		out["diff"] = res.Diff
+	}
+	if w := append(append([]string{}, r.warnings...), res.Warnings...); len(w) > 0 {
+		out["warnings"] = w
+	}
+	if len(res.Deprecations) > 0 {
+		out["deprecations"] = res.Deprecations
+	}
+	return out
+}
+
+// maskParams returns the parameters for invocation.module_args: a value
+// equal to a secret becomes Ansible's placeholder.
+func maskParams(params map[string]any, secrets []string) map[string]any {
+	masked, _ := scrub(params, secrets).(map[string]any)
+	return masked
+}
+
+// scrub replaces secrets anywhere in v, as AnsibleModule's remove_values
+// does: a value that is a secret becomes the placeholder, a string that
+// contains one has it replaced by asterisks.
+func scrub(v any, secrets []string) any {
+	switch t := v.(type) {
+	case string:
+		for _, s := range secrets {
+			if t == s {
+				return noLogPlaceholder
+			}
+		}
+		for _, s := range secrets {
+			t = strings.ReplaceAll(t, s, noLogMask)
+		}
+		return t
+	case json.Number:
+		if s := scrub(t.String(), secrets).(string); s != t.String() {
+			return s
+		}
+		return t
+	case []any:
+		out := make([]any, len(t))
+		for i, e := range t {
+			out[i] = scrub(e, secrets)
+		}
+		return out
+	case []string:
+		out := make([]any, len(t))
+		for i, e := range t {
+			out[i] = scrub(e, secrets)
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(t))
+		for k, e := range t {
+			out[k] = scrub(e, secrets)
+		}
+		return out
+	}
+	return v
+}
+
+// writeResult prints the result as one JSON object, with every secret
+// scrubbed, and returns the exit code.
+func writeResult(out io.Writer, result map[string]any, secrets []string) int {
+	// Module-specific values may be structs: round-trip them through JSON
+	// so that scrubbing sees every string.
+	var generic map[string]any
+	raw, err := json.Marshal(result)
+	if err == nil {
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.UseNumber()
+		err = dec.Decode(&generic)
+	}
+	if err != nil {
+		generic = failure("encode module result: %v", err)
+	}
+	// Longest first, so a secret that contains another is masked whole.
+	sorted := append([]string{}, secrets...)
+	sort.Slice(sorted, func(i, j int) bool { return len(sorted[i]) > len(sorted[j]) })
+	generic, _ = scrub(generic, sorted).(map[string]any)
+	enc := json.NewEncoder(out)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(generic); err != nil {
+		fmt.Fprintf(os.Stderr, "write module result: %v\n", err)
+		return 1
+	}
+	if failed, _ := generic["failed"].(bool); failed {
+		return 1
+	}
+	return 0
+}

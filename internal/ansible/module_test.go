@@ -1,0 +1,270 @@
+package ansible_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible"
+	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible/ansibletest"
+)
+
+var testModule = &ansible.Module{
+	Name: "demo",
+	Spec: ansible.Spec{
+		Options: []ansible.Option{
+			{Name: "name", Required: true, Aliases: []string{"n"}},
+			{Name: "enabled", Type: ansible.TypeBool, Default: false},
+			{Name: "count", Type: ansible.TypeInt},
+			{Name: "ratio", Type: ansible.TypeFloat},
+			{Name: "dest", Type: ansible.TypePath},
+			{Name: "state", Choices: []any{"present", "absent"}, Default: "present"},
+			{Name: "tags", Type: ansible.TypeList, Elements: ansible.TypeStr},
+			{Name: "ports", Type: ansible.TypeList, Elements: ansible.TypeInt},
+			{Name: "extra", Type: ansible.TypeRaw},
+			{Name: "labels", Type: ansible.TypeDict},
+			{Name: "token", NoLog: true},
+			{Name: "a"}, {Name: "b"},
+			{Name: "user", Type: ansible.TypeDict, Options: []ansible.Option{
+				{Name: "login", Required: true},
+				{Name: "password", NoLog: true},
+				{Name: "uid", Type: ansible.TypeInt, Default: 1000},
+			}},
+			{Name: "keys", Type: ansible.TypeList, Elements: ansible.TypeDict, Options: []ansible.Option{
+				{Name: "name", Required: true},
+				{Name: "value", NoLog: true},
+			}},
+		},
+		MutuallyExclusive: [][]string{{"count", "ratio"}},
+		RequiredTogether:  [][]string{{"a", "b"}},
+		RequiredIf:        []ansible.RequiredIf{{Key: "state", Value: "absent", Requirements: []string{"dest"}}},
+	},
+}
+
+// echo returns its params so tests can see the coercion.
+func echo(_ context.Context, req *ansible.Request) (*ansible.Result, error) {
+	res := &ansible.Result{Changed: true}
+	res.Set("params", req.Params)
+	res.Set("check_mode", req.CheckMode)
+	res.Set("diff_mode", req.Diff)
+	return res, nil
+}
+
+func TestValidationErrors(t *testing.T) {
+	cases := []struct {
+		name string
+		args map[string]any
+		msg  string
+	}{
+		{"missing required", map[string]any{}, "missing required arguments: name"},
+		{"unsupported", map[string]any{"name": "x", "nmae": "y", "zzz": 1},
+			"Unsupported parameters for (demo) module: nmae, zzz. Supported parameters include: a, b, count, dest, enabled, extra, keys, labels, name, ports, ratio, state, tags, token, user (n)."},
+		{"bad bool", map[string]any{"name": "x", "enabled": "maybe"},
+			"argument 'enabled' is of type <class 'str'> and we were unable to convert to bool: The value 'maybe' is not a valid boolean.  Valid booleans include: 'y', 'yes', 'on', '1', 'true', 't', 'n', 'no', 'off', '0', 'false', 'f'"},
+		{"bad int", map[string]any{"name": "x", "count": "ten"},
+			"argument 'count' is of type <class 'str'> and we were unable to convert to int: <class 'str'> cannot be converted to an int"},
+		{"float is no int", map[string]any{"name": "x", "count": 1.5},
+			"argument 'count' is of type <class 'float'> and we were unable to convert to int: <class 'float'> cannot be converted to an int"},
+		{"bad float", map[string]any{"name": "x", "ratio": []any{1}},
+			"argument 'ratio' is of type <class 'list'> and we were unable to convert to float: <class 'list'> cannot be converted to a float"},
+		{"bad dict", map[string]any{"name": "x", "labels": "plain"},
+			"argument 'labels' is of type <class 'str'> and we were unable to convert to dict: dictionary requested, could not parse JSON or key=value"},
+		{"bad list", map[string]any{"name": "x", "tags": map[string]any{}},
+			"argument 'tags' is of type <class 'dict'> and we were unable to convert to list: <class 'dict'> cannot be converted to a list"},
+		{"bad element", map[string]any{"name": "x", "ports": []any{80, "http"}},
+			"Elements value for option 'ports' is of type <class 'str'> and we were unable to convert to int: <class 'str'> cannot be converted to an int"},
+		{"choices", map[string]any{"name": "x", "state": "gone"},
+			"value of state must be one of: present, absent, got: gone"},
+		{"mutually exclusive", map[string]any{"name": "x", "count": 1, "ratio": 2},
+			"parameters are mutually exclusive: count|ratio"},
+		{"required together", map[string]any{"name": "x", "a": "1"},
+			"parameters are required together: a, b"},
+		{"required if", map[string]any{"name": "x", "state": "absent"},
+			"state is absent but all of the following are missing: dest"},
+		{"sub-option required", map[string]any{"name": "x", "user": map[string]any{}},
+			"missing required arguments: login found in user"},
+		{"sub-option unsupported", map[string]any{"name": "x", "user": map[string]any{"login": "a", "pw": "b"}},
+			"Unsupported parameters for (demo) module: user.pw. Supported parameters include: login, password, uid."},
+		{"sub-option type", map[string]any{"name": "x", "user": map[string]any{"login": "a", "uid": "root"}},
+			"argument 'uid' is of type <class 'str'> found in 'user'. and we were unable to convert to int: <class 'str'> cannot be converted to an int"},
+		{"list of dicts", map[string]any{"name": "x", "keys": []any{map[string]any{"value": "v"}}},
+			"missing required arguments: name found in keys"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			res, code, _ := ansibletest.Run(t, testModule, echo, tc.args)
+			assert.Equal(t, 1, code)
+			assert.Equal(t, true, res["failed"])
+			assert.Equal(t, tc.msg, res["msg"])
+		})
+	}
+}
+
+func TestCoercion(t *testing.T) {
+	t.Setenv("DEMO_DIR", "/srv/demo")
+	home, err := os.UserHomeDir()
+	require.NoError(t, err)
+	cases := []struct {
+		option string
+		in     any
+		want   any
+	}{
+		{"enabled", "YES", true}, {"enabled", "off", false}, {"enabled", 1, true}, {"enabled", "0", false}, {"enabled", " True ", true},
+		{"count", "42", float64(42)}, {"count", 7, float64(7)},
+		{"ratio", "0.5", 0.5}, {"ratio", 2, float64(2)},
+		{"dest", "~/x", filepath.Join(home, "x")}, {"dest", "$DEMO_DIR/a", "/srv/demo/a"}, {"dest", "$UNSET_VAR_X/a", "${UNSET_VAR_X}/a"},
+		{"tags", "a,b", []any{"a", "b"}}, {"tags", []any{1, true}, []any{"1", "True"}},
+		{"ports", []any{"80", 443}, []any{float64(80), float64(443)}},
+		{"labels", "a=1, b='x y'", map[string]any{"a": "1", "b": "x y"}},
+		{"labels", `{"k": 1}`, map[string]any{"k": float64(1)}},
+		{"extra", []any{1, "a"}, []any{float64(1), "a"}},
+		{"state", nil, "present"},
+		{"name", 12, "12"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.option, func(t *testing.T) {
+			args := map[string]any{"name": "x"}
+			if tc.in != nil {
+				args[tc.option] = tc.in
+			}
+			res, code, _ := ansibletest.Run(t, testModule, echo, args)
+			require.Equal(t, 0, code, res["msg"])
+			assert.Equal(t, tc.want, res["params"].(map[string]any)[tc.option])
+		})
+	}
+}
+
+func TestAliasAndDefaults(t *testing.T) {
+	res, code, _ := ansibletest.Run(t, testModule, echo, map[string]any{
+		"n": "x", "user": map[string]any{"login": "me"},
+	})
+	require.Equal(t, 0, code)
+	params := res["params"].(map[string]any)
+	assert.Equal(t, "x", params["name"])
+	assert.NotContains(t, params, "n")
+	assert.Equal(t, false, params["enabled"])
+	assert.Nil(t, params["count"])
+	assert.Contains(t, params, "count", "every option is present, unset ones as null")
+	assert.Equal(t, float64(1000), params["user"].(map[string]any)["uid"])
+
+	res, _, _ = ansibletest.Run(t, testModule, echo, map[string]any{"n": "x", "name": "y"})
+	assert.Equal(t, []any{"Both option name and its alias n are set."}, res["warnings"])
+}
+
+func TestNoLogMasking(t *testing.T) {
+	const token, password, keyValue = "s3cr3t-token-value", "hunter2-password", "deploy-key-material"
+	leaky := func(_ context.Context, req *ansible.Request) (*ansible.Result, error) {
+		req.AddSecret("file-secret-xyz")
+		return &ansible.Result{Msg: "token is " + token + " and file-secret-xyz",
+			Values: map[string]any{"echo": []string{password, "pre-" + keyValue}}}, errors.New("failed with " + token)
+	}
+	res, code, raw := ansibletest.Run(t, testModule, leaky, map[string]any{
+		"name": "x", "token": token,
+		"user": map[string]any{"login": "me", "password": password},
+		"keys": []any{map[string]any{"name": "k", "value": keyValue}},
+	})
+	assert.Equal(t, 1, code)
+	for _, s := range []string{token, password, keyValue, "file-secret-xyz"} {
+		assert.NotContains(t, raw, s)
+	}
+	args := res["invocation"].(map[string]any)["module_args"].(map[string]any)
+	assert.Equal(t, "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER", args["token"])
+	assert.Equal(t, "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER", args["user"].(map[string]any)["password"])
+	assert.Equal(t, "failed with ********", res["msg"])
+	assert.Equal(t, []any{"VALUE_SPECIFIED_IN_NO_LOG_PARAMETER", "pre-********"}, res["echo"])
+}
+
+func TestNoLogMaskedInValidationFailure(t *testing.T) {
+	const token = "very-secret-choice"
+	m := &ansible.Module{Name: "demo", Spec: ansible.Spec{Options: []ansible.Option{
+		{Name: "token", NoLog: true, Choices: []any{"a", "b"}},
+	}}}
+	res, code, raw := ansibletest.Run(t, m, echo, map[string]any{"token": token})
+	assert.Equal(t, 1, code)
+	assert.NotContains(t, raw, token)
+	assert.Equal(t, "value of token must be one of: a, b, got: ********", res["msg"])
+}
+
+func TestCheckAndDiffFlags(t *testing.T) {
+	differ := func(_ context.Context, req *ansible.Request) (*ansible.Result, error) {
+		res := &ansible.Result{Changed: true, Diff: []ansible.Diff{{Before: "a\n", After: "b\n", BeforeHeader: "f", AfterHeader: "f"}}}
+		res.Set("check_mode", req.CheckMode)
+		return res, nil
+	}
+	res, code, _ := ansibletest.Run(t, testModule, differ, map[string]any{"name": "x", "_ansible_check_mode": true, "_ansible_diff": true, "_ansible_verbosity": 3, "_ansible_version": "2.14.18"})
+	require.Equal(t, 0, code)
+	assert.Equal(t, true, res["check_mode"])
+	assert.Equal(t, map[string]any{"before": "a\n", "after": "b\n", "before_header": "f", "after_header": "f"}, res["diff"])
+	assert.NotContains(t, res["invocation"].(map[string]any)["module_args"], "_ansible_check_mode")
+
+	res, _, _ = ansibletest.Run(t, testModule, differ, map[string]any{"name": "x"})
+	assert.NotContains(t, res, "diff", "diff only when asked")
+	assert.Equal(t, false, res["check_mode"])
+}
+
+func TestPanicBecomesFailure(t *testing.T) {
+	boom := func(context.Context, *ansible.Request) (*ansible.Result, error) { panic("boom") }
+	res, code, raw := ansibletest.Run(t, testModule, boom, map[string]any{"name": "x", "token": "panic-secret"})
+	assert.Equal(t, 1, code)
+	assert.Equal(t, true, res["failed"])
+	assert.Contains(t, res["msg"], "module demo crashed")
+	assert.Contains(t, res["msg"], "boom")
+	assert.NotContains(t, raw, "panic-secret")
+	assert.Equal(t, 1, strings.Count(raw, "\n"), "exactly one JSON object on stdout")
+}
+
+func TestArgsFileErrors(t *testing.T) {
+	dir := t.TempDir()
+	notJSON := filepath.Join(dir, "bad")
+	require.NoError(t, os.WriteFile(notJSON, []byte("name=x"), 0o600))
+	array := filepath.Join(dir, "array")
+	require.NoError(t, os.WriteFile(array, []byte("[1]"), 0o600))
+	cases := []struct {
+		name string
+		args []string
+		msg  string
+	}{
+		{"no args", nil, "expects the path of an args file"},
+		{"missing", []string{filepath.Join(dir, "nope")}, "read args file"},
+		{"not JSON", []string{notJSON}, "is not a JSON object"},
+		{"not an object", []string{array}, "is not a JSON object"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var out strings.Builder
+			code := ansible.Execute(context.Background(), testModule, tc.args, &out, echo)
+			assert.Equal(t, 1, code)
+			assert.Contains(t, out.String(), `"failed":true`)
+			assert.Contains(t, out.String(), tc.msg)
+		})
+	}
+}
+
+func TestSidecarRendersSpec(t *testing.T) {
+	m := &ansible.Module{
+		Name: "demo", ShortDescription: "Demo", Description: []string{"Does things."},
+		Spec: ansible.Spec{Options: []ansible.Option{
+			{Name: "state", Description: []string{"Wanted state."}, Choices: []any{"present", "absent"}, Default: "present"},
+			{Name: "wait", Type: ansible.TypeBool, Default: false, Description: []string{"Wait."}},
+		}},
+		CheckMode: "full",
+		Examples:  "- name: Demo\n  demo:\n    state: present\n",
+		Returns:   []ansible.Return{{Name: "path", Description: []string{"The path."}, Returned: "always", Type: "str", Sample: "/x"}},
+	}
+	out, err := ansible.Sidecar(m)
+	require.NoError(t, err)
+	s := string(out)
+	for _, want := range []string{"DOCUMENTATION:\n  module: demo\n", "default: false\n", "choices:\n        - present\n", "EXAMPLES: |\n  - name: Demo\n", "RETURN:\n  path:\n", "check_mode:\n      support: full\n"} {
+		assert.Contains(t, s, want)
+	}
+
+	m.Spec.Options = append(m.Spec.Options, ansible.Option{Name: "undocumented"})
+	_, err = ansible.Sidecar(m)
+	assert.ErrorContains(t, err, "option undocumented has no description")
+}

@@ -1,0 +1,76 @@
+// Package ansible implements the binary-module protocol of Ansible: it reads the
+// args file, validates options against a spec declared once in Go (with the
+// rules and wording of Python's AnsibleModule), and writes exactly one JSON
+// result with no_log values masked.
+package ansible
+
+// Type is an option type, named as in an Ansible argument spec.
+type Type string
+
+// Option types supported by the validator.
+const (
+	TypeStr   Type = "str"
+	TypeBool  Type = "bool"
+	TypeInt   Type = "int"
+	TypeFloat Type = "float"
+	TypePath  Type = "path"
+	TypeList  Type = "list"
+	TypeDict  Type = "dict"
+	TypeRaw   Type = "raw"
+)
+
+// Option declares one module option. It is the source of truth for
+// validation, the sidecar docs and role argument specs.
+type Option struct {
+	Name        string
+	Type        Type // defaults to str
+	Elements    Type // element type for lists
+	Required    bool
+	Default     any
+	Choices     []any
+	Aliases     []string
+	NoLog       bool
+	Options     []Option // sub-options of a dict, or of each dict in a list
+	Description []string
+	// Sub-option constraints, applied inside each dict.
+	MutuallyExclusive [][]string
+	RequiredTogether  [][]string
+	RequiredOneOf     [][]string
+	RequiredIf        []RequiredIf
+}
+
+// RequiredIf says: when Key equals Value, the Requirements must be set
+// (all of them, or at least one when AnyOf).
+type RequiredIf struct {
+	Key          string
+	Value        any
+	Requirements []string
+	AnyOf        bool
+}
+
+// Spec is a module's whole argument spec.
+type Spec struct {
+	Options           []Option
+	MutuallyExclusive [][]string
+	RequiredTogether  [][]string
+	RequiredOneOf     [][]string
+	RequiredIf        []RequiredIf
+}
+
+func (o Option) typ() Type {
+	if o.Type == "" {
+		return TypeStr
+	}
+	return o.Type
+}
+
+// subSpec is the constraint set applied to the sub-options of o.
+func (o Option) subSpec() Spec {
+	return Spec{
+		Options:           o.Options,
+		MutuallyExclusive: o.MutuallyExclusive,
+		RequiredTogether:  o.RequiredTogether,
+		RequiredOneOf:     o.RequiredOneOf,
+		RequiredIf:        o.RequiredIf,
+	}
+}
