@@ -13,6 +13,7 @@ import (
 
 	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible"
 	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible/ansibletest"
+	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible/docs"
 )
 
 var testModule = &ansible.Module{
@@ -257,7 +258,7 @@ func TestSidecarRendersSpec(t *testing.T) {
 		Examples:  "- name: Demo\n  demo:\n    state: present\n",
 		Returns:   []ansible.Return{{Name: "path", Description: []string{"The path."}, Returned: "always", Type: "str", Sample: "/x"}},
 	}
-	out, err := ansible.Sidecar(m)
+	out, err := docs.Sidecar(m)
 	require.NoError(t, err)
 	s := string(out)
 	for _, want := range []string{"DOCUMENTATION:\n  module: demo\n", "default: false\n", "choices:\n        - present\n", "EXAMPLES: |\n  - name: Demo\n", "RETURN:\n  path:\n", "check_mode:\n      support: full\n"} {
@@ -265,6 +266,20 @@ func TestSidecarRendersSpec(t *testing.T) {
 	}
 
 	m.Spec.Options = append(m.Spec.Options, ansible.Option{Name: "undocumented"})
-	_, err = ansible.Sidecar(m)
+	_, err = docs.Sidecar(m)
 	assert.ErrorContains(t, err, "option undocumented has no description")
+}
+
+func TestNoLogValuesHook(t *testing.T) {
+	m := &ansible.Module{Name: "demo", Spec: ansible.Spec{Options: []ansible.Option{
+		{Name: "flags", Type: ansible.TypeDict, NoLogValues: func(v any) []string {
+			s, _ := v.(map[string]any)["password"].(string)
+			return []string{s}
+		}},
+		{Name: "count", Type: ansible.TypeInt},
+	}}}
+	res, code, raw := ansibletest.Run(t, m, echo, map[string]any{"flags": map[string]any{"password": "hook-secret"}, "count": "x"})
+	assert.Equal(t, 1, code, "a failed validation still masks the hook's values")
+	assert.NotContains(t, raw, "hook-secret")
+	assert.Equal(t, "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER", res["invocation"].(map[string]any)["module_args"].(map[string]any)["flags"].(map[string]any)["password"])
 }

@@ -30,6 +30,9 @@ type Option struct {
 	Choices     []any
 	Aliases     []string
 	NoLog       bool
+	// NoLogValues picks the secrets out of a value that is not secret as a
+	// whole (a dict of flags holding one token); they are masked like no_log.
+	NoLogValues func(value any) []string
 	Options     []Option // sub-options of a dict, or of each dict in a list
 	Description []string
 	// Sub-option constraints, applied inside each dict.
@@ -57,11 +60,22 @@ type Spec struct {
 	RequiredIf        []RequiredIf
 }
 
-func (o Option) typ() Type {
+// TypeName is the option's type, str when not declared.
+func (o Option) TypeName() Type {
 	if o.Type == "" {
 		return TypeStr
 	}
 	return o.Type
+}
+
+// Return documents one key of a module's result.
+type Return struct {
+	Name        string
+	Description []string
+	Returned    string
+	Type        string
+	Sample      any
+	Contains    []Return
 }
 
 // subSpec is the constraint set applied to the sub-options of o.

@@ -94,6 +94,9 @@ func (v *validation) collectNoLog(options []Option, params map[string]any) {
 		if o.NoLog {
 			v.noLog = append(v.noLog, scalarStrings(params[o.Name])...)
 		}
+		if o.NoLogValues != nil && params[o.Name] != nil {
+			v.noLog = append(v.noLog, o.NoLogValues(params[o.Name])...)
+		}
 	}
 }
 
@@ -292,17 +295,17 @@ func number(v any) (float64, bool) {
 }
 
 func (v *validation) convertOption(o Option, val any, ctx []string) any {
-	out, err := convert(o.typ(), val)
+	out, err := convert(o.TypeName(), val)
 	if err != nil {
-		v.fail(nil, "argument '%s' is of type %s%s and we were unable to convert to %s: %s", o.Name, pyType(val), foundIn(ctx), o.typ(), err)
+		v.fail(nil, "argument '%s' is of type %s%s and we were unable to convert to %s: %s", o.Name, pyType(val), foundIn(ctx), o.TypeName(), err)
 		return val
 	}
 	if o.Elements == "" {
 		return out
 	}
 	list, ok := out.([]any)
-	if !ok || o.typ() != TypeList {
-		v.fail(ctx, "Invalid type %s for option '%s', elements value check is supported only with 'list' type", o.typ(), o.Name)
+	if !ok || o.TypeName() != TypeList {
+		v.fail(ctx, "Invalid type %s for option '%s', elements value check is supported only with 'list' type", o.TypeName(), o.Name)
 		return out
 	}
 	elems := make([]any, 0, len(list))

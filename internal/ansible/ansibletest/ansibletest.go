@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible"
+	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible/docs"
 )
 
 // Update rewrites golden files instead of comparing them: go test ./... -update.
@@ -51,7 +52,7 @@ func Golden(t *testing.T, path string, got []byte) {
 // module's spec renders.
 func CheckSidecar(t *testing.T, m *ansible.Module) {
 	t.Helper()
-	got, err := ansible.Sidecar(m)
+	got, err := docs.Sidecar(m)
 	require.NoError(t, err)
 	Golden(t, filepath.Join(RepoRoot(t), "plugins", "modules", m.Name+".yml"), got)
 }

@@ -1,4 +1,7 @@
-package ansible
+// Package docs renders a module's sidecar documentation from its Go spec.
+// It lives apart from package ansible so that module binaries, which run on
+// every node, do not link a YAML library for docs they never print.
+package docs
 
 import (
 	"bytes"
@@ -6,17 +9,9 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
-)
 
-// Return documents one key of a module's result.
-type Return struct {
-	Name        string
-	Description []string
-	Returned    string
-	Type        string
-	Sample      any
-	Contains    []Return
-}
+	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible"
+)
 
 type docOption struct {
 	Description []string             `yaml:"description"`
@@ -61,7 +56,7 @@ type sidecar struct {
 
 // Sidecar renders the module's docs as the plugins/modules/<name>.yml file
 // that ansible-doc reads for a binary module.
-func Sidecar(m *Module) ([]byte, error) {
+func Sidecar(m *ansible.Module) ([]byte, error) {
 	doc := sidecar{
 		Documentation: documentation{
 			Module:           m.Name,
@@ -105,7 +100,7 @@ func orNone(s string) string {
 	return s
 }
 
-func docOptions(options []Option) map[string]docOption {
+func docOptions(options []ansible.Option) map[string]docOption {
 	if len(options) == 0 {
 		return nil
 	}
@@ -113,7 +108,7 @@ func docOptions(options []Option) map[string]docOption {
 	for _, o := range options {
 		out[o.Name] = docOption{
 			Description: o.Description,
-			Type:        string(o.typ()),
+			Type:        string(o.TypeName()),
 			Elements:    string(o.Elements),
 			Required:    o.Required,
 			Default:     o.Default,
@@ -125,7 +120,7 @@ func docOptions(options []Option) map[string]docOption {
 	return out
 }
 
-func docReturns(returns []Return) map[string]docReturn {
+func docReturns(returns []ansible.Return) map[string]docReturn {
 	if len(returns) == 0 {
 		return nil
 	}

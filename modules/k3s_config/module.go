@@ -1,0 +1,230 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible"
+)
+
+// DefaultPath is where k3s reads its config.
+const DefaultPath = "/etc/rancher/k3s/config.yaml"
+
+var module = &ansible.Module{
+	Name:             "k3s_config",
+	ShortDescription: "Render the k3s config file (config.yaml or a config.yaml.d drop-in) on a node",
+	Description: []string{
+		"Writes C(/etc/rancher/k3s/config.yaml), or a drop-in under C(config.yaml.d/), from a dict of k3s flags plus the keys the module owns (O(token), O(server), O(cluster_init)).",
+		"Every key is checked against the flags of the node's O(role) (k3s server or agent), with a suggestion for a misspelt key; values are checked against the flag's type, and the YAML traps that turn C(0644) into 420 or C(no) into false are caught.",
+		"The file is canonical (keys sorted, lists in block style), written atomically, mode 0600 and owned by root, because it holds the cluster token.",
+		"A Go binary: the node needs no Python.",
+	},
+	Author:    []string{"gitops.k3s_flux maintainers"},
+	CheckMode: "full",
+	DiffMode:  "full",
+	Notes: []string{
+		"k3s reads config.yaml first, then each C(config.yaml.d/*.yaml) drop-in in lexical order; a plain key in a later file replaces the earlier value and a C(key+) key appends to a list flag.",
+		"A server-only key on an agent fails here, because C(k3s agent) refuses to start with it; an agent-only key on a server fails too, because C(k3s server) would silently drop it.",
+		"In diffs the values of O(token) and of the secret flags (agent-token, etcd-s3-access-key, etcd-s3-secret-key, etcd-s3-session-token, datastore-endpoint, vpn-auth) are replaced by a short sha256 fingerprint; they are masked in the result like a no_log option.",
+		"k3s does not reload its config: act on RV(restart_needed) by restarting the k3s service.",
+	},
+	Spec: ansible.Spec{
+		Options: []ansible.Option{
+			{Name: "path", Type: ansible.TypePath, Default: DefaultPath,
+				Description: []string{"The k3s config file. With O(drop_in), the drop-in goes in the C(<path>.d/) directory beside it."}},
+			{Name: "drop_in",
+				Description: []string{"Write the drop-in C(<path>.d/<drop_in>.yaml) instead of O(path) itself, for example C(50-ansible).", "k3s reads drop-ins in lexical order after the main file, so start the name with two digits."}},
+			{Name: "role", Required: true, Choices: []any{"server", "agent"},
+				Description: []string{"Whether this node runs C(k3s server) or C(k3s agent); it decides which flags O(config) may hold."}},
+			{Name: "config", Type: ansible.TypeDict, Default: map[string]any{}, NoLogValues: secretConfigValues,
+				Description: []string{"k3s flags as keys without the leading dashes, for example C(node-label), C(tls-san), C(write-kubeconfig-mode).", "A key ending in C(+) appends to a list flag (useful in drop-ins). A key whose value is null is left out.", "List flags take YAML lists; for the flags k3s splits on commas (tls-san, node-ip, disable, ...) a comma-separated string is split the same way."}},
+			{Name: "token", NoLog: true,
+				Description: []string{"The cluster token (k3s C(token)): the shared secret servers and agents join with. Never shown in output or diffs."}},
+			{Name: "server",
+				Description: []string{"URL of an existing server to join (k3s C(server)), such as C(https://10.0.0.10:6443). Set on agents, and on the second and later servers of an HA cluster."}},
+			{Name: "cluster_init", Type: ansible.TypeBool,
+				Description: []string{"Start a new HA cluster with embedded etcd on this server (k3s C(cluster-init)). Set on the first server only."}},
+			{Name: "state", Default: "present", Choices: []any{"present", "absent"},
+				Description: []string{"V(absent) removes the file (for example a drop-in no longer wanted)."}},
+			{Name: "backup", Type: ansible.TypeBool, Default: false,
+				Description: []string{"Keep a copy of the old file, named C(<file>.<pid>.<timestamp>~), before replacing or removing it."}},
+		},
+		MutuallyExclusive: [][]string{{"server", "cluster_init"}},
+	},
+	Examples: `
+- name: Configure the first server of an HA cluster
+  gitops.k3s_flux.k3s_config:
+    role: server
+    token: "{{ k3s_token }}"
+    cluster_init: true
+    config:
+      write-kubeconfig-mode: "0600"
+      tls-san:
+        - k8s.example.internal
+        - 10.0.0.10
+      disable:
+        - traefik
+      node-label:
+        - topology.kubernetes.io/zone=rack-a
+  register: k3s_config
+  notify: Restart k3s
+
+- name: Join a worker
+  gitops.k3s_flux.k3s_config:
+    role: agent
+    server: https://10.0.0.10:6443
+    token: "{{ k3s_token }}"
+    config:
+      node-taint:
+        - dedicated=storage:NoSchedule
+
+- name: Add labels in a drop-in, keeping the main file as it is
+  gitops.k3s_flux.k3s_config:
+    role: agent
+    drop_in: 50-labels
+    config:
+      node-label+:
+        - disk=ssd
+`,
+	Returns: []ansible.Return{
+		{Name: "path", Description: []string{"The file written or removed."}, Returned: "always", Type: "str", Sample: DefaultPath},
+		{Name: "checksum", Description: []string{"sha256 of the rendered content (what the file holds after the task)."}, Returned: "when state is present", Type: "str", Sample: "0b5d7c7b3f5a8d0e2c1f4a6b9e8d7c6b5a4f3e2d1c0b9a8f7e6d5c4b3a2f1e0d"},
+		{Name: "restart_needed", Description: []string{"Whether the content k3s reads changed, so the k3s service must restart to use it. A mode or owner fix alone needs no restart."}, Returned: "always", Type: "bool", Sample: true},
+		{Name: "backup_file", Description: []string{"The copy of the old file, when O(backup) made one."}, Returned: "changed and backup is true", Type: "str", Sample: "/etc/rancher/k3s/config.yaml.4242.2026-12-02@10:00:00~"},
+	},
+}
+
+type args struct {
+	Path        string         `json:"path"`
+	DropIn      string         `json:"drop_in"`
+	Role        string         `json:"role"`
+	Config      map[string]any `json:"config"`
+	Token       string         `json:"token"`
+	Server      string         `json:"server"`
+	ClusterInit *bool          `json:"cluster_init"`
+	State       string         `json:"state"`
+	Backup      bool           `json:"backup"`
+}
+
+// isFileName accepts a plain file name: letters, digits, '.', '_', '-',
+// not starting with a dot or dash.
+func isFileName(s string) bool {
+	for i, c := range s {
+		alnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+		if !alnum && (i == 0 || !strings.ContainsRune("._-", c)) {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// targetPath is the file the task manages: path, or the drop-in beside it.
+func targetPath(a args) (string, error) {
+	if a.DropIn == "" {
+		return a.Path, nil
+	}
+	if !isFileName(a.DropIn) {
+		return "", fmt.Errorf("drop_in must be a plain file name such as 50-ansible (letters, digits, '.', '_', '-'), got %q", a.DropIn)
+	}
+	name := a.DropIn
+	if ext := strings.ToLower(filepath.Ext(name)); ext != ".yaml" && ext != ".yml" {
+		name += ".yaml" // k3s reads only .yaml and .yml drop-ins
+	}
+	return filepath.Join(a.Path+".d", name), nil
+}
+
+func run(_ context.Context, req *ansible.Request) (*ansible.Result, error) {
+	var a args
+	if err := req.Decode(&a); err != nil {
+		return nil, err
+	}
+	path, err := targetPath(a)
+	if err != nil {
+		return nil, err
+	}
+	res := &ansible.Result{}
+	res.Set("path", path)
+	res.Set("restart_needed", false)
+
+	var content []byte
+	if a.State == "present" {
+		content, err = render(desired{Role: a.Role, Config: a.Config, Token: a.Token, Server: a.Server, ClusterInit: a.ClusterInit})
+		if err != nil {
+			return res, err
+		}
+		sum := sha256.Sum256(content)
+		res.Set("checksum", hex.EncodeToString(sum[:]))
+	}
+
+	cur, err := readCurrent(path)
+	if err != nil {
+		return res, err
+	}
+	var contentChanged bool
+	if a.State == "absent" {
+		contentChanged = cur.Exists
+	} else {
+		contentChanged = !cur.Exists || !bytes.Equal(cur.Content, content)
+	}
+	res.Changed = contentChanged || (a.State == "present" && cur.WrongPerm)
+	res.Set("restart_needed", contentChanged)
+	if contentChanged {
+		res.Diff = []ansible.Diff{{
+			Before: redact(string(cur.Content)), After: redact(string(content)),
+			BeforeHeader: path, AfterHeader: path,
+		}}
+	}
+	if !res.Changed || req.CheckMode {
+		return res, nil
+	}
+
+	if contentChanged && cur.Exists && a.Backup {
+		name, err := backup(path, cur.Content)
+		if err != nil {
+			return res, err
+		}
+		res.Set("backup_file", name)
+	}
+	switch {
+	case a.State == "absent":
+		err = remove(path)
+	case contentChanged:
+		err = writeAtomic(path, content)
+	default:
+		err = fixPermissions(path)
+	}
+	return res, err
+}
+
+// secretConfigValues lists the values of the secret flags in a raw config
+// dict, so they are masked everywhere, even when validation fails.
+func secretConfigValues(config any) []string {
+	m, _ := config.(map[string]any)
+	var out []string
+	for key, v := range m {
+		if secretKeys[strings.TrimSuffix(key, "+")] {
+			out = append(out, scalarStringsAny(v)...)
+		}
+	}
+	return out
+}
+
+// scalarStringsAny lists the string forms of a raw config value.
+func scalarStringsAny(v any) []string {
+	switch t := v.(type) {
+	case nil:
+		return nil
+	case []any:
+		var out []string
+		for _, e := range t {
+			out = append(out, scalarStringsAny(e)...)
+		}
+		return out
+	}
+	return []string{fmt.Sprint(v)}
+}

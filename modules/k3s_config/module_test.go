@@ -1,0 +1,189 @@
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible/ansibletest"
+)
+
+const (
+	testToken      = "K10test-cluster-token::server:0123456789abcdef"
+	testAgentToken = "agent-secret-9876543210"
+)
+
+func baseArgs(path string) map[string]any {
+	return map[string]any{
+		"path": path, "role": "server", "token": testToken, "cluster_init": true,
+		"config": map[string]any{"node-label": []any{"zone=a"}, "agent-token": testAgentToken, "write-kubeconfig-mode": "0600"},
+	}
+}
+
+func with(args map[string]any, kv ...any) map[string]any {
+	out := map[string]any{}
+	for k, v := range args {
+		out[k] = v
+	}
+	for i := 0; i < len(kv); i += 2 {
+		out[kv[i].(string)] = kv[i+1]
+	}
+	return out
+}
+
+// runModule runs k3s_config and checks that no secret reached its output.
+func runModule(t *testing.T, args map[string]any) (map[string]any, int) {
+	t.Helper()
+	res, code, raw := ansibletest.Run(t, module, run, args)
+	assert.NotContains(t, raw, testToken)
+	assert.NotContains(t, raw, testAgentToken)
+	return res, code
+}
+
+func TestModuleLifecycle(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "etc", "rancher", "k3s", "config.yaml")
+
+	res, code := runModule(t, with(baseArgs(path), "_ansible_check_mode", true))
+	require.Equal(t, 0, code, res["msg"])
+	assert.Equal(t, true, res["changed"])
+	assert.Equal(t, true, res["restart_needed"])
+	assert.NoDirExists(t, filepath.Dir(path), "check mode creates nothing")
+
+	res, code = runModule(t, baseArgs(path))
+	require.Equal(t, 0, code, res["msg"])
+	assert.Equal(t, true, res["changed"])
+	assert.Equal(t, path, res["path"])
+	content, err := os.ReadFile(path)
+	require.NoError(t, err)
+	sum := sha256.Sum256(content)
+	assert.Equal(t, hex.EncodeToString(sum[:]), res["checksum"])
+	assert.Contains(t, string(content), "token: "+testToken)
+	info, err := os.Stat(path)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), info.Mode().Perm())
+	entries, _ := os.ReadDir(filepath.Dir(path))
+	assert.Len(t, entries, 1, "no temp file left behind")
+
+	res, code = runModule(t, baseArgs(path))
+	require.Equal(t, 0, code)
+	assert.Equal(t, false, res["changed"], "second run is a no-op")
+	assert.Equal(t, false, res["restart_needed"])
+
+	changed := with(baseArgs(path), "config", map[string]any{"node-label": []any{"zone=b"}, "agent-token": testAgentToken, "write-kubeconfig-mode": "0600"},
+		"_ansible_check_mode", true, "_ansible_diff", true)
+	res, code = runModule(t, changed)
+	require.Equal(t, 0, code)
+	assert.Equal(t, true, res["changed"])
+	diff := res["diff"].(map[string]any)
+	assert.Equal(t, path, diff["before_header"])
+	assert.Contains(t, diff["before"], "  - zone=a\n")
+	assert.Contains(t, diff["after"], "  - zone=b\n")
+	fp := fingerprint(testToken)
+	assert.Contains(t, diff["before"], "token: "+fp)
+	assert.Contains(t, diff["after"], "token: "+fp, "the same token shows the same fingerprint")
+	again, _ := os.ReadFile(path)
+	assert.Equal(t, content, again, "check mode with diff writes nothing")
+
+	res, code = runModule(t, with(changed, "_ansible_check_mode", false, "backup", true))
+	require.Equal(t, 0, code)
+	backupFile := res["backup_file"].(string)
+	old, err := os.ReadFile(backupFile)
+	require.NoError(t, err)
+	assert.Equal(t, content, old)
+	info, _ = os.Stat(backupFile)
+	assert.Equal(t, os.FileMode(0o600), info.Mode().Perm(), "the backup holds the token too")
+
+	res, code = runModule(t, with(baseArgs(path), "state", "absent"))
+	require.Equal(t, 0, code)
+	assert.Equal(t, true, res["changed"])
+	assert.Equal(t, true, res["restart_needed"])
+	assert.NoFileExists(t, path)
+	res, _ = runModule(t, with(baseArgs(path), "state", "absent"))
+	assert.Equal(t, false, res["changed"])
+}
+
+func TestModuleFixesPermissionsWithoutRestart(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	res, code := runModule(t, baseArgs(path))
+	require.Equal(t, 0, code, res["msg"])
+	require.NoError(t, os.Chmod(path, 0o644))
+
+	res, code = runModule(t, baseArgs(path))
+	require.Equal(t, 0, code)
+	assert.Equal(t, true, res["changed"])
+	assert.Equal(t, false, res["restart_needed"], "content unchanged")
+	info, _ := os.Stat(path)
+	assert.Equal(t, os.FileMode(0o600), info.Mode().Perm())
+}
+
+func TestModuleDropIn(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	res, code := runModule(t, map[string]any{"path": path, "role": "agent", "drop_in": "50-labels", "config": map[string]any{"node-label+": []any{"disk=ssd"}}})
+	require.Equal(t, 0, code, res["msg"])
+	assert.Equal(t, path+".d/50-labels.yaml", res["path"])
+	assert.FileExists(t, path+".d/50-labels.yaml")
+	assert.NoFileExists(t, path)
+
+	res, code = runModule(t, map[string]any{"path": path, "role": "agent", "drop_in": "../escape"})
+	assert.Equal(t, 1, code)
+	assert.Contains(t, res["msg"], "drop_in must be a plain file name")
+}
+
+func TestModuleBadInputChangesNothing(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "real.yaml")
+	require.NoError(t, os.WriteFile(target, []byte("old: content\n"), 0o600))
+	link := filepath.Join(dir, "link.yaml")
+	require.NoError(t, os.Symlink(target, link))
+	notDir := filepath.Join(dir, "file")
+	require.NoError(t, os.WriteFile(notDir, nil, 0o600))
+
+	cases := []struct {
+		name string
+		args map[string]any
+		msg  string
+	}{
+		{"symlink", with(baseArgs(link)), "is a symlink"},
+		{"directory", with(baseArgs(dir)), "is a directory"},
+		{"unwritable", with(baseArgs(filepath.Join(notDir, "config.yaml"))), "inspect " + notDir},
+		{"config not a dict", with(baseArgs(target), "config", []any{"a"}), "argument 'config' is of type <class 'list'> and we were unable to convert to dict"},
+		{"unknown key", with(baseArgs(target), "config", map[string]any{"tls-sans": []any{"x"}}), "did you mean tls-san?"},
+		{"missing role", map[string]any{"path": target}, "missing required arguments: role"},
+		{"server and cluster_init", with(baseArgs(target), "server", "https://a:6443"), "parameters are mutually exclusive: server|cluster_init"},
+		{"secret in a bad value", with(baseArgs(target), "config", map[string]any{"agent-token": testAgentToken, "zz": 1}), "config.zz is not a k3s server flag"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			res, code := runModule(t, tc.args)
+			assert.Equal(t, 1, code)
+			assert.Contains(t, res["msg"], tc.msg)
+			got, _ := os.ReadFile(target)
+			assert.Equal(t, "old: content\n", string(got))
+		})
+	}
+	entries, _ := os.ReadDir(dir)
+	assert.Len(t, entries, 3, "no temp or backup file left")
+}
+
+func TestRedactHandEditedFile(t *testing.T) {
+	before := "# edited by hand\ntoken: 'abc' # old\nt: abc\nagent-token:\n  - x\nnode-name: n1\ndatastore-endpoint: \"postgres://u:pw@db/k3s\"\n"
+	got := redact(before)
+	assert.NotContains(t, got, "abc")
+	assert.NotContains(t, got, "pw@db")
+	assert.Contains(t, got, "# edited by hand\n")
+	assert.Contains(t, got, "token: "+fingerprint("abc")+"\n")
+	assert.Contains(t, got, "t: "+fingerprint("abc")+"\n")
+	assert.Contains(t, got, "  - "+fingerprint("x")+"\n")
+	assert.Contains(t, got, "node-name: n1\n")
+	assert.True(t, strings.HasSuffix(got, "\n"))
+}
+
+func TestSidecarDocs(t *testing.T) {
+	ansibletest.CheckSidecar(t, module)
+}
