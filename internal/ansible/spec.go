@@ -22,14 +22,14 @@ const (
 // Option declares one module option. It is the source of truth for
 // validation, the sidecar docs and role argument specs.
 type Option struct {
-	Name        string
-	Type        Type // defaults to str
-	Elements    Type // element type for lists
-	Required    bool
-	Default     any
-	Choices     []any
-	Aliases     []string
-	NoLog       bool
+	Name     string
+	Type     Type // defaults to str
+	Elements Type // element type for lists
+	Required bool
+	Default  any
+	Choices  []any
+	Aliases  []string
+	NoLog    bool
 	// NoLogValues picks the secrets out of a value that is not secret as a
 	// whole (a dict of flags holding one token); they are masked like no_log.
 	NoLogValues func(value any) []string

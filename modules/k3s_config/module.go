@@ -19,8 +19,8 @@ var module = &ansible.Module{
 	Name:             "k3s_config",
 	ShortDescription: "Render the k3s config file (config.yaml or a config.yaml.d drop-in) on a node",
 	Description: []string{
-		"Writes C(/etc/rancher/k3s/config.yaml), or a drop-in under C(config.yaml.d/), from a dict of k3s flags plus the keys the module owns (O(token), O(server), O(cluster_init)).",
-		"Every key is checked against the flags of the node's O(role) (k3s server or agent), with a suggestion for a misspelt key; values are checked against the flag's type, and the YAML traps that turn C(0644) into 420 or C(no) into false are caught.",
+		"Writes C(/etc/rancher/k3s/config.yaml), or a drop-in under C(config.yaml.d/), from a dict of k3s flags plus the keys the module owns (C(token), C(server), C(cluster_init)).",
+		"Every key is checked against the flags of the node's C(role) (k3s server or agent), with a suggestion for a misspelt key; values are checked against the flag's type, and the YAML traps that turn C(0644) into 420 or C(no) into false are caught.",
 		"The file is canonical (keys sorted, lists in block style), written atomically, mode 0600 and owned by root, because it holds the cluster token.",
 		"A Go binary: the node needs no Python.",
 	},
@@ -30,17 +30,17 @@ var module = &ansible.Module{
 	Notes: []string{
 		"k3s reads config.yaml first, then each C(config.yaml.d/*.yaml) drop-in in lexical order; a plain key in a later file replaces the earlier value and a C(key+) key appends to a list flag.",
 		"A server-only key on an agent fails here, because C(k3s agent) refuses to start with it; an agent-only key on a server fails too, because C(k3s server) would silently drop it.",
-		"In diffs the values of O(token) and of the secret flags (agent-token, etcd-s3-access-key, etcd-s3-secret-key, etcd-s3-session-token, datastore-endpoint, vpn-auth) are replaced by a short sha256 fingerprint; they are masked in the result like a no_log option.",
-		"k3s does not reload its config: act on RV(restart_needed) by restarting the k3s service.",
+		"In diffs the values of C(token) and of the secret flags (agent-token, etcd-s3-access-key, etcd-s3-secret-key, etcd-s3-session-token, datastore-endpoint, vpn-auth) are replaced by a short sha256 fingerprint; they are masked in the result like a no_log option.",
+		"k3s does not reload its config: act on C(restart_needed) by restarting the k3s service.",
 	},
 	Spec: ansible.Spec{
 		Options: []ansible.Option{
 			{Name: "path", Type: ansible.TypePath, Default: DefaultPath,
-				Description: []string{"The k3s config file. With O(drop_in), the drop-in goes in the C(<path>.d/) directory beside it."}},
+				Description: []string{"The k3s config file. With C(drop_in), the drop-in goes in the C(<path>.d/) directory beside it."}},
 			{Name: "drop_in",
-				Description: []string{"Write the drop-in C(<path>.d/<drop_in>.yaml) instead of O(path) itself, for example C(50-ansible).", "k3s reads drop-ins in lexical order after the main file, so start the name with two digits."}},
+				Description: []string{"Write the drop-in C(<path>.d/<drop_in>.yaml) instead of C(path) itself, for example C(50-ansible).", "k3s reads drop-ins in lexical order after the main file, so start the name with two digits."}},
 			{Name: "role", Required: true, Choices: []any{"server", "agent"},
-				Description: []string{"Whether this node runs C(k3s server) or C(k3s agent); it decides which flags O(config) may hold."}},
+				Description: []string{"Whether this node runs C(k3s server) or C(k3s agent); it decides which flags C(config) may hold."}},
 			{Name: "config", Type: ansible.TypeDict, Default: map[string]any{}, NoLogValues: secretConfigValues,
 				Description: []string{"k3s flags as keys without the leading dashes, for example C(node-label), C(tls-san), C(write-kubeconfig-mode).", "A key ending in C(+) appends to a list flag (useful in drop-ins). A key whose value is null is left out.", "List flags take YAML lists; for the flags k3s splits on commas (tls-san, node-ip, disable, ...) a comma-separated string is split the same way."}},
 			{Name: "token", NoLog: true,
@@ -50,7 +50,7 @@ var module = &ansible.Module{
 			{Name: "cluster_init", Type: ansible.TypeBool,
 				Description: []string{"Start a new HA cluster with embedded etcd on this server (k3s C(cluster-init)). Set on the first server only."}},
 			{Name: "state", Default: "present", Choices: []any{"present", "absent"},
-				Description: []string{"V(absent) removes the file (for example a drop-in no longer wanted)."}},
+				Description: []string{"C(absent) removes the file (for example a drop-in no longer wanted)."}},
 			{Name: "backup", Type: ansible.TypeBool, Default: false,
 				Description: []string{"Keep a copy of the old file, named C(<file>.<pid>.<timestamp>~), before replacing or removing it."}},
 		},
@@ -95,7 +95,7 @@ var module = &ansible.Module{
 		{Name: "path", Description: []string{"The file written or removed."}, Returned: "always", Type: "str", Sample: DefaultPath},
 		{Name: "checksum", Description: []string{"sha256 of the rendered content (what the file holds after the task)."}, Returned: "when state is present", Type: "str", Sample: "0b5d7c7b3f5a8d0e2c1f4a6b9e8d7c6b5a4f3e2d1c0b9a8f7e6d5c4b3a2f1e0d"},
 		{Name: "restart_needed", Description: []string{"Whether the content k3s reads changed, so the k3s service must restart to use it. A mode or owner fix alone needs no restart."}, Returned: "always", Type: "bool", Sample: true},
-		{Name: "backup_file", Description: []string{"The copy of the old file, when O(backup) made one."}, Returned: "changed and backup is true", Type: "str", Sample: "/etc/rancher/k3s/config.yaml.4242.2026-12-02@10:00:00~"},
+		{Name: "backup_file", Description: []string{"The copy of the old file, when C(backup) made one."}, Returned: "changed and backup is true", Type: "str", Sample: "/etc/rancher/k3s/config.yaml.4242.2026-12-02@10:00:00~"},
 	},
 }
 

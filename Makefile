@@ -1,0 +1,58 @@
+# gitops.k3s_flux: Go binary modules for Ansible. `make help` lists the targets.
+SHELL := bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := help
+
+MODULES := $(notdir $(wildcard modules/*))
+BINARIES := $(addprefix plugins/modules/,$(MODULES))
+VERSION := $(shell sed -n 's/^version: //p' galaxy.yml)
+TARBALL := dist/gitops-k3s_flux-$(VERSION).tar.gz
+GO_BUILD := CGO_ENABLED=0 GOOS=linux go build -trimpath -ldflags "-s -w"
+# Debian packages the tests need: Ansible itself, sshd for the test hosts,
+# ip/nsenter/unshare to make them, git for the collection build.
+APT_PACKAGES := ansible-core openssh-server openssh-client iproute2 util-linux git
+
+.PHONY: help build docs test test-unit test-e2e collection deps demo demo-down clean
+
+help: ## List the targets
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+build: $(BINARIES) ## Build the module binaries into plugins/modules/
+	@ls -l $(BINARIES) | awk '{printf "  %-40s %6.2f MB\n", $$9, $$5/1048576}'
+
+plugins/modules/%: FORCE
+	@$(GO_BUILD) -o $@ ./modules/$*
+
+FORCE:
+
+docs: ## Regenerate the sidecar docs (plugins/modules/*.yml) and golden files
+	go test ./modules/... -run 'TestSidecarDocs|Golden' -update
+
+test: deps test-unit test-e2e ## Everything CI runs: installs what it needs, unit and end-to-end tests
+
+test-unit: ## Unit tests (no network, no root)
+	go test ./...
+
+test-e2e: build ## End-to-end tests: real ansible-playbook over SSH to test hosts (needs root)
+	go test -tags e2e -count=1 -timeout 20m -v ./tests/e2e/...
+
+collection: build ## Build the collection tarball into dist/
+	@mkdir -p dist
+	ansible-galaxy collection build --force --output-path dist .
+
+deps: ## Install the Debian packages the tests need (when missing)
+	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing:$$missing"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
+
+demo: deps build ## Bring up the local test bed (SSH test hosts) and apply k3s_config to it
+	go run ./tests/testbed up
+	ANSIBLE_COLLECTIONS_PATH=$(CURDIR)/.generated/collections bash tests/demo.sh
+
+demo-down: ## Tear the demo test bed down
+	go run ./tests/testbed down
+
+clean: ## Remove built binaries and tarballs
+	rm -rf $(BINARIES) dist

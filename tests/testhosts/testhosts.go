@@ -1,0 +1,437 @@
+// Package testhosts creates SSH test hosts on this machine: each host is a
+// network namespace with its own address on a private bridge, its own
+// hostname, its own /etc/rancher, /var/lib/rancher, /usr/local/bin and home
+// directory /root (a
+// private mount namespace), and an sshd that takes key auth only. It writes
+// an Ansible inventory for them and tears everything down by PID, also what
+// a crashed run left behind.
+package testhosts
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Defaults for a test bed started without options.
+const (
+	DefaultName   = "k3sf"
+	DefaultSubnet = "10.213.0"
+)
+
+// PrivateDirs are the host paths each test host gets its own copy of.
+var PrivateDirs = []string{"/etc/rancher", "/var/lib/rancher", "/usr/local/bin", "/root"}
+
+// HostSpec names one host and its inventory group.
+type HostSpec struct {
+	Name  string
+	Group string
+}
+
+// Options configure a set of test hosts.
+type Options struct {
+	// Name prefixes every namespace, interface and the state directory, so
+	// two test beds (a demo and a test run) can coexist. At most 6 characters.
+	Name string
+	// Subnet is the first three octets of the /24 the hosts live in; the
+	// bridge takes .1 and the hosts .11, .12, ...
+	Subnet string
+	// Dir holds keys, sshd configs, private directories and the inventory.
+	Dir string
+	// Hosts to create; Controllers/Workers are used when empty.
+	Hosts       []HostSpec
+	Controllers int
+	Workers     int
+}
+
+// Host is one running test host.
+type Host struct {
+	Name  string `json:"name"`
+	Group string `json:"group"`
+	Addr  string `json:"addr"`
+	NetNS string `json:"netns"`
+	PID   int    `json:"pid"` // sshd, which holds the host's namespaces
+	Root  string `json:"root"`
+}
+
+// Bed is a running set of test hosts.
+type Bed struct {
+	Name       string  `json:"name"`
+	Dir        string  `json:"dir"`
+	Bridge     string  `json:"bridge"`
+	BridgeAddr string  `json:"bridge_addr"`
+	Inventory  string  `json:"inventory"`
+	KeyFile    string  `json:"key_file"`
+	KnownHosts string  `json:"known_hosts"`
+	Hosts      []*Host `json:"hosts"`
+}
+
+func (o *Options) defaults() error {
+	if o.Name == "" {
+		o.Name = DefaultName
+	}
+	if len(o.Name) > 6 {
+		return fmt.Errorf("test bed name %q is longer than 6 characters (interface names are limited to 15)", o.Name)
+	}
+	if o.Subnet == "" {
+		o.Subnet = DefaultSubnet
+	}
+	if o.Dir == "" {
+		o.Dir = filepath.Join(os.TempDir(), o.Name+"-testbed")
+	}
+	if len(o.Hosts) == 0 {
+		if o.Controllers == 0 && o.Workers == 0 {
+			o.Controllers, o.Workers = 1, 2
+		}
+		for i := 0; i < o.Controllers+o.Workers; i++ {
+			group := "k3s_controllers"
+			if i >= o.Controllers {
+				group = "k3s_workers"
+			}
+			o.Hosts = append(o.Hosts, HostSpec{Name: fmt.Sprintf("node%d", i+1), Group: group})
+		}
+	}
+	return nil
+}
+
+// Up creates the hosts, after removing whatever a previous run of the same
+// name left behind. On failure it tears down what it made.
+func Up(opts Options) (bed *Bed, err error) {
+	if err := opts.defaults(); err != nil {
+		return nil, err
+	}
+	if err := Down(opts.Name, opts.Dir); err != nil {
+		return nil, fmt.Errorf("clean up an earlier test bed: %w", err)
+	}
+	bed = &Bed{
+		Name: opts.Name, Dir: opts.Dir,
+		Bridge: opts.Name + "-br", BridgeAddr: opts.Subnet + ".1",
+		Inventory:  filepath.Join(opts.Dir, "inventory.ini"),
+		KeyFile:    filepath.Join(opts.Dir, "id_ed25519"),
+		KnownHosts: filepath.Join(opts.Dir, "known_hosts"),
+	}
+	defer func() {
+		if err != nil {
+			_ = bed.Down()
+			bed = nil
+		}
+	}()
+	if err := os.MkdirAll(opts.Dir, 0o700); err != nil {
+		return bed, fmt.Errorf("create %s: %w", opts.Dir, err)
+	}
+	if err := bed.save(); err != nil {
+		return bed, err
+	}
+	if err := sshKeygen(bed.KeyFile); err != nil {
+		return bed, err
+	}
+	for _, d := range PrivateDirs {
+		// The bind mounts need a mount point on the real host; an empty
+		// directory there is all that is left outside the test hosts.
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return bed, fmt.Errorf("create mount point %s: %w", d, err)
+		}
+	}
+	if err := run("ip", "link", "add", "name", bed.Bridge, "type", "bridge"); err != nil {
+		return bed, err
+	}
+	if err := run("ip", "addr", "add", bed.BridgeAddr+"/24", "dev", bed.Bridge); err != nil {
+		return bed, err
+	}
+	if err := run("ip", "link", "set", bed.Bridge, "up"); err != nil {
+		return bed, err
+	}
+	for i, spec := range opts.Hosts {
+		h := &Host{Name: spec.Name, Group: spec.Group, Addr: fmt.Sprintf("%s.%d", opts.Subnet, 11+i),
+			NetNS: fmt.Sprintf("%s-%s", opts.Name, spec.Name), Root: filepath.Join(opts.Dir, "hosts", spec.Name)}
+		bed.Hosts = append(bed.Hosts, h)
+		if err := bed.startHost(h, i); err != nil {
+			return bed, fmt.Errorf("start test host %s: %w", h.Name, err)
+		}
+		if err := bed.save(); err != nil {
+			return bed, err
+		}
+	}
+	for _, h := range bed.Hosts {
+		if err := waitForPort(h.Addr+":22", 10*time.Second); err != nil {
+			return bed, fmt.Errorf("sshd on test host %s: %w (log: %s)", h.Name, err, filepath.Join(h.Root, "sshd.log"))
+		}
+	}
+	if err := bed.writeKnownHosts(); err != nil {
+		return bed, err
+	}
+	if err := bed.writeInventory(); err != nil {
+		return bed, err
+	}
+	return bed, nil
+}
+
+func (b *Bed) startHost(h *Host, index int) error {
+	for _, d := range append([]string{"ssh"}, PrivateDirs...) {
+		if err := os.MkdirAll(filepath.Join(h.Root, privateName(d)), 0o755); err != nil {
+			return fmt.Errorf("create %s: %w", d, err)
+		}
+	}
+	veth := fmt.Sprintf("%s-v%d", b.Name, index+1)
+	steps := [][]string{
+		{"ip", "netns", "add", h.NetNS},
+		{"ip", "link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", h.NetNS},
+		{"ip", "link", "set", veth, "master", b.Bridge, "up"},
+		{"ip", "-n", h.NetNS, "link", "set", "lo", "up"},
+		{"ip", "-n", h.NetNS, "addr", "add", h.Addr + "/24", "dev", "eth0"},
+		{"ip", "-n", h.NetNS, "link", "set", "eth0", "up"},
+		{"ip", "-n", h.NetNS, "route", "add", "default", "via", b.BridgeAddr},
+	}
+	for _, s := range steps {
+		if err := run(s[0], s[1:]...); err != nil {
+			return err
+		}
+	}
+	hostKey := filepath.Join(h.Root, "ssh", "ssh_host_ed25519_key")
+	if err := sshKeygen(hostKey); err != nil {
+		return err
+	}
+	pub, err := os.ReadFile(b.KeyFile + ".pub")
+	if err != nil {
+		return fmt.Errorf("read client key: %w", err)
+	}
+	authorized := filepath.Join(h.Root, "ssh", "authorized_keys")
+	if err := os.WriteFile(authorized, pub, 0o600); err != nil {
+		return fmt.Errorf("write %s: %w", authorized, err)
+	}
+	config := filepath.Join(h.Root, "ssh", "sshd_config")
+	sshdConfig := strings.Join([]string{
+		"ListenAddress " + h.Addr + ":22",
+		"HostKey " + hostKey,
+		"PidFile none",
+		"AuthorizedKeysFile " + authorized,
+		"PermitRootLogin prohibit-password",
+		"PubkeyAuthentication yes",
+		"PasswordAuthentication no",
+		"KbdInteractiveAuthentication no",
+		"UsePAM no",
+		"StrictModes no",
+		"Subsystem sftp internal-sftp",
+		"LogLevel ERROR",
+		"",
+	}, "\n")
+	if err := os.WriteFile(config, []byte(sshdConfig), 0o600); err != nil {
+		return fmt.Errorf("write %s: %w", config, err)
+	}
+	if err := os.MkdirAll("/run/sshd", 0o755); err != nil { // sshd's privilege separation directory
+		return fmt.Errorf("create /run/sshd: %w", err)
+	}
+	// The script runs inside the host's new mount and UTS namespaces:
+	// private directories bound over the real ones, its own hostname,
+	// then sshd in the foreground, so that its PID is the one recorded.
+	var script strings.Builder
+	script.WriteString("set -e\n")
+	for _, d := range PrivateDirs {
+		fmt.Fprintf(&script, "mount --bind %s %s\n", filepath.Join(h.Root, privateName(d)), d)
+	}
+	fmt.Fprintf(&script, "hostname %s\nexec /usr/sbin/sshd -D -e -f %s\n", h.Name, config)
+	logFile, err := os.Create(filepath.Join(h.Root, "sshd.log"))
+	if err != nil {
+		return fmt.Errorf("create sshd log: %w", err)
+	}
+	defer logFile.Close()
+	cmd := exec.Command("ip", "netns", "exec", h.NetNS, "unshare", "--mount", "--uts", "--propagation", "private", "--", "sh", "-c", script.String())
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // not killed with the caller's terminal
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start sshd: %w", err)
+	}
+	h.PID = cmd.Process.Pid
+	go func() { _ = cmd.Wait() }() // reap it when it exits
+	return nil
+}
+
+func privateName(dir string) string {
+	return strings.ReplaceAll(strings.Trim(dir, "/"), "/", "-")
+}
+
+func (b *Bed) writeKnownHosts() error {
+	var buf bytes.Buffer
+	for _, h := range b.Hosts {
+		pub, err := os.ReadFile(filepath.Join(h.Root, "ssh", "ssh_host_ed25519_key.pub"))
+		if err != nil {
+			return fmt.Errorf("read host key of %s: %w", h.Name, err)
+		}
+		fields := strings.Fields(string(pub))
+		fmt.Fprintf(&buf, "%s %s %s\n", h.Addr, fields[0], fields[1])
+	}
+	return os.WriteFile(b.KnownHosts, buf.Bytes(), 0o600)
+}
+
+func (b *Bed) writeInventory() error {
+	groups := map[string][]string{}
+	var order []string
+	for _, h := range b.Hosts {
+		if _, seen := groups[h.Group]; !seen {
+			order = append(order, h.Group)
+		}
+		groups[h.Group] = append(groups[h.Group], fmt.Sprintf("%s ansible_host=%s", h.Name, h.Addr))
+	}
+	var buf bytes.Buffer
+	fmt.Fprintf(&buf, "# SSH test hosts of test bed %q (tests/testhosts); removed by `down`.\n", b.Name)
+	for _, g := range order {
+		fmt.Fprintf(&buf, "[%s]\n%s\n\n", g, strings.Join(groups[g], "\n"))
+	}
+	fmt.Fprintf(&buf, "[k3s_cluster:children]\n%s\n\n", strings.Join(order, "\n"))
+	fmt.Fprintf(&buf, "[k3s_cluster:vars]\nansible_user=root\nansible_ssh_private_key_file=%s\n", b.KeyFile)
+	fmt.Fprintf(&buf, "ansible_ssh_common_args='-o UserKnownHostsFile=%s -o StrictHostKeyChecking=yes -o GlobalKnownHostsFile=/dev/null'\n", b.KnownHosts)
+	return os.WriteFile(b.Inventory, buf.Bytes(), 0o600)
+}
+
+func (b *Bed) save() error {
+	raw, err := json.MarshalIndent(b, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode test bed state: %w", err)
+	}
+	return os.WriteFile(filepath.Join(b.Dir, "state.json"), raw, 0o600)
+}
+
+// Load reads the state of a running test bed from its directory.
+func Load(dir string) (*Bed, error) {
+	raw, err := os.ReadFile(filepath.Join(dir, "state.json"))
+	if err != nil {
+		return nil, fmt.Errorf("read test bed state: %w", err)
+	}
+	var b Bed
+	if err := json.Unmarshal(raw, &b); err != nil {
+		return nil, fmt.Errorf("decode test bed state %s: %w", dir, err)
+	}
+	return &b, nil
+}
+
+// Host returns the host of that name, or nil.
+func (b *Bed) Host(name string) *Host {
+	for _, h := range b.Hosts {
+		if h.Name == name {
+			return h
+		}
+	}
+	return nil
+}
+
+// Exec runs a shell command inside the host (its network, mount and UTS
+// namespaces) and returns its combined output.
+func (h *Host) Exec(command string) (string, error) {
+	out, err := exec.Command("nsenter", "-t", strconv.Itoa(h.PID), "-m", "-u", "-n", "--", "sh", "-c", command).CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("on %s: %s: %w: %s", h.Name, command, err, out)
+	}
+	return string(out), nil
+}
+
+// Down stops this bed's hosts and removes its namespaces, bridge and
+// directory.
+func (b *Bed) Down() error {
+	return Down(b.Name, b.Dir)
+}
+
+// Down removes the test bed called name whose state is in dir: it stops the
+// sshd processes it recorded (checking each PID is still that sshd), any
+// process left in its namespaces, then the namespaces, the bridge and dir.
+// Nothing is left of a crashed run of the same name either.
+func Down(name, dir string) error {
+	var errs []error
+	if b, err := Load(dir); err == nil {
+		for _, h := range b.Hosts {
+			if h.PID > 0 && isOurSSHD(h.PID, h.Root) {
+				stop(h.PID)
+			}
+		}
+	}
+	out, _ := exec.Command("ip", "netns", "list").Output()
+	for _, line := range strings.Split(string(out), "\n") {
+		ns := strings.Fields(line)
+		if len(ns) == 0 || !strings.HasPrefix(ns[0], name+"-") {
+			continue
+		}
+		pids, _ := exec.Command("ip", "netns", "pids", ns[0]).Output()
+		for _, p := range strings.Fields(string(pids)) {
+			if pid, err := strconv.Atoi(p); err == nil {
+				stop(pid) // only our test hosts' processes live in our namespaces
+			}
+		}
+		if err := run("ip", "netns", "del", ns[0]); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	// A deleted namespace takes its veth pairs with it only once the
+	// kernel gets round to it; delete them now so that a new Up can reuse
+	// the names at once.
+	ifaces, _ := net.Interfaces()
+	for _, iface := range ifaces {
+		if strings.HasPrefix(iface.Name, name+"-") {
+			if err := run("ip", "link", "del", iface.Name); err != nil && !strings.Contains(err.Error(), "Cannot find device") {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		errs = append(errs, fmt.Errorf("remove %s: %w", dir, err))
+	}
+	return errors.Join(errs...)
+}
+
+// isOurSSHD tells whether pid is still the sshd started for a host whose
+// files are under root, so that a reused PID is never killed.
+func isOurSSHD(pid int, root string) bool {
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	return err == nil && bytes.Contains(cmdline, []byte("sshd")) && bytes.Contains(cmdline, []byte(root))
+}
+
+// stop sends SIGTERM, then SIGKILL if the process is still there after 2s.
+func stop(pid int) {
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return
+	}
+	_ = p.Signal(syscall.SIGTERM)
+	for i := 0; i < 20; i++ {
+		if p.Signal(syscall.Signal(0)) != nil {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	_ = p.Signal(syscall.SIGKILL)
+}
+
+func sshKeygen(path string) error {
+	_ = os.Remove(path)
+	_ = os.Remove(path + ".pub")
+	return run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "k3s_flux-testbed", "-f", path)
+}
+
+func run(name string, args ...string) error {
+	out, err := exec.Command(name, args...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+func waitForPort(addr string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		conn, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			return conn.Close()
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s not reachable after %s: %w", addr, timeout, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
