@@ -394,18 +394,25 @@ func isOurSSHD(pid int, root string) bool {
 
 // stop sends SIGTERM, then SIGKILL if the process is still there after 2s.
 func stop(pid int) {
-	p, err := os.FindProcess(pid)
+	_ = syscall.Kill(pid, syscall.SIGTERM)
+	for i := 0; i < 40 && alive(pid); i++ {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if alive(pid) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
+
+// alive tells whether pid is running: an exited process waiting to be
+// reaped by its parent (a zombie) is not.
+func alive(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return
+		return false
 	}
-	_ = p.Signal(syscall.SIGTERM)
-	for i := 0; i < 20; i++ {
-		if p.Signal(syscall.Signal(0)) != nil {
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	_ = p.Signal(syscall.SIGKILL)
+	// The state follows the command name, which is in parentheses.
+	i := bytes.LastIndexByte(stat, ')')
+	return i < 0 || i+2 >= len(stat) || stat[i+2] != 'Z'
 }
 
 func sshKeygen(path string) error {

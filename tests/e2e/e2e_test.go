@@ -1,0 +1,99 @@
+//go:build e2e
+
+// Package e2e runs the collection the way users do: the built collection
+// installed with ansible-galaxy, real ansible-playbook (Debian's
+// ansible-core), real SSH to test hosts in network namespaces.
+package e2e
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible/ansibletest"
+)
+
+// collection is an installed copy of the collection built from this tree.
+type collection struct {
+	root string // repository root
+	path string // ANSIBLE_COLLECTIONS_PATH holding the installed collection
+}
+
+// installCollection builds the tarball (make collection) and installs it
+// with ansible-galaxy, as a user would.
+func installCollection(t *testing.T) collection {
+	t.Helper()
+	root := ansibletest.RepoRoot(t)
+	out, err := exec.Command("make", "-C", root, "collection").CombinedOutput()
+	require.NoError(t, err, "make collection: %s", out)
+	m := regexp.MustCompile(`Created collection for gitops\.k3s_flux at (\S+)`).FindSubmatch(out)
+	require.NotNil(t, m, "make collection did not report the tarball: %s", out)
+	path := filepath.Join(t.TempDir(), "collections")
+	out, err = exec.Command("ansible-galaxy", "collection", "install", "--force", "-p", path, string(m[1])).CombinedOutput()
+	require.NoError(t, err, "ansible-galaxy collection install: %s", out)
+	return collection{root: root, path: path}
+}
+
+func (c collection) env(t *testing.T) []string {
+	return append(os.Environ(),
+		"ANSIBLE_COLLECTIONS_PATH="+c.path,
+		"ANSIBLE_NOCOLOR=1",
+		"ANSIBLE_FORCE_COLOR=0",
+		"ANSIBLE_RETRY_FILES_ENABLED=0",
+		"ANSIBLE_SSH_CONTROL_PATH_DIR="+t.TempDir(),
+		"ANSIBLE_LOCAL_TEMP="+t.TempDir(),
+	)
+}
+
+// playResult is one ansible-playbook run.
+type playResult struct {
+	output   string
+	err      error
+	duration time.Duration
+	recap    map[string]map[string]int
+}
+
+var recapLine = regexp.MustCompile(`(?m)^(\S+)\s+:\s+((?:\w+=\d+\s*)+)$`)
+
+// play runs ansible-playbook and parses its PLAY RECAP.
+func (c collection) play(t *testing.T, args ...string) playResult {
+	t.Helper()
+	cmd := exec.Command("ansible-playbook", args...)
+	cmd.Env = c.env(t)
+	start := time.Now()
+	out, err := cmd.CombinedOutput()
+	r := playResult{output: string(out), err: err, duration: time.Since(start), recap: map[string]map[string]int{}}
+	for _, m := range recapLine.FindAllStringSubmatch(r.output, -1) {
+		counts := map[string]int{}
+		for _, kv := range strings.Fields(m[2]) {
+			k, v, _ := strings.Cut(kv, "=")
+			counts[k], _ = strconv.Atoi(v)
+		}
+		r.recap[m[1]] = counts
+	}
+	return r
+}
+
+// changed returns each host's changed count.
+func (r playResult) changed() map[string]int {
+	out := map[string]int{}
+	for h, counts := range r.recap {
+		out[h] = counts["changed"]
+	}
+	return out
+}
+
+func writeJSON(t *testing.T, path string, v any) {
+	t.Helper()
+	raw, err := json.Marshal(v)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(path, raw, 0o600))
+}

@@ -1,0 +1,161 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gitops-k3s-flux/k3s_flux/tests/testhosts"
+)
+
+const (
+	e2eToken      = "K10e2e-cluster-token-4f1c9a::server:7d2b8e6a"
+	e2eAgentToken = "e2e-agent-token-93b1c7d5"
+)
+
+const k3sConfigPlay = `
+- name: Render the k3s config on every node
+  hosts: k3s_cluster
+  gather_facts: false
+  tasks:
+    - name: Render /etc/rancher/k3s/config.yaml
+      gitops.k3s_flux.k3s_config:
+        role: "{{ 'server' if inventory_hostname in groups['k3s_controllers'] else 'agent' }}"
+        token: "{{ k3s_token }}"
+        server: "{{ omit if inventory_hostname in groups['k3s_controllers'] else k3s_server_url }}"
+        cluster_init: "{{ true if inventory_hostname in groups['k3s_controllers'] else omit }}"
+        config: "{{ k3s_node_config[inventory_hostname] }}"
+`
+
+func nodeConfig(node2Zone, misspelt string) map[string]any {
+	worker := func(zone string) map[string]any {
+		return map[string]any{"node-label": []string{"zone=" + zone}, "kubelet-arg": []string{"max-pods=150"}}
+	}
+	cfg := map[string]any{
+		"node1": map[string]any{"write-kubeconfig-mode": "0600", "tls-san": []string{"k8s.test", "10.213.1.11"},
+			"agent-token": e2eAgentToken, "disable": "traefik,servicelb", "node-label": []string{"zone=a"}},
+		"node2": worker(node2Zone),
+		"node3": worker("c"),
+	}
+	if misspelt != "" {
+		cfg["node3"].(map[string]any)[misspelt] = []string{"x=y"}
+	}
+	return cfg
+}
+
+func TestK3sConfigOverSSH(t *testing.T) {
+	c := installCollection(t)
+	bin := filepath.Join(c.root, "plugins", "modules", "k3s_config")
+	info, err := os.Stat(bin)
+	require.NoError(t, err)
+	assert.Less(t, info.Size(), int64(3<<20), "the node-side binary stays under 3 MB")
+	t.Logf("k3s_config binary: %.2f MB", float64(info.Size())/(1<<20))
+
+	doc := exec.Command("ansible-doc", "-t", "module", "gitops.k3s_flux.k3s_config")
+	doc.Env = c.env(t)
+	out, err := doc.CombinedOutput()
+	require.NoError(t, err, "ansible-doc: %s", out)
+	assert.Contains(t, string(out), "cluster_init")
+	assert.Contains(t, string(out), "restart_needed")
+
+	bed, err := testhosts.Up(testhosts.Options{Name: "k3sfe", Subnet: "10.213.1", Dir: filepath.Join(t.TempDir(), "bed"), Controllers: 1, Workers: 2})
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, bed.Down()) })
+
+	dir := t.TempDir()
+	playbook := filepath.Join(dir, "k3s_config.yml")
+	require.NoError(t, os.WriteFile(playbook, []byte(k3sConfigPlay), 0o644))
+	vars := func(name string, cfg map[string]any) string {
+		path := filepath.Join(dir, name)
+		writeJSON(t, path, map[string]any{"k3s_token": e2eToken, "k3s_server_url": "https://10.213.1.11:6443", "k3s_node_config": cfg})
+		return "@" + path
+	}
+	initial := vars("initial.json", nodeConfig("b", ""))
+	var outputs []string
+	play := func(args ...string) playResult {
+		r := c.play(t, append([]string{"-vvv", "-i", bed.Inventory, playbook}, args...)...)
+		outputs = append(outputs, r.output)
+		return r
+	}
+	sums := func() map[string]string {
+		out := map[string]string{}
+		for _, h := range bed.Hosts {
+			s, err := h.Exec("sha256sum /etc/rancher/k3s/config.yaml")
+			require.NoError(t, err)
+			out[h.Name] = s
+		}
+		return out
+	}
+
+	t.Run("first run changes every node", func(t *testing.T) {
+		r := play("-e", initial)
+		require.NoError(t, r.err, r.output)
+		assert.Equal(t, map[string]int{"node1": 1, "node2": 1, "node3": 1}, r.changed())
+		for _, h := range bed.Hosts {
+			stat, err := h.Exec("stat -c '%a %U %G' /etc/rancher/k3s/config.yaml")
+			require.NoError(t, err)
+			assert.Equal(t, "600 root root\n", stat, h.Name)
+		}
+		server, err := bed.Host("node1").Exec("cat /etc/rancher/k3s/config.yaml")
+		require.NoError(t, err)
+		assert.Contains(t, server, "cluster-init: true\n")
+		assert.Contains(t, server, "disable:\n  - traefik\n  - servicelb\n")
+		agent, err := bed.Host("node2").Exec("cat /etc/rancher/k3s/config.yaml")
+		require.NoError(t, err)
+		assert.Contains(t, agent, "server: https://10.213.1.11:6443\n")
+		assert.Contains(t, agent, "  - zone=b\n")
+		assert.NotContains(t, agent, "cluster-init")
+	})
+
+	t.Run("second run changes nothing", func(t *testing.T) {
+		r := play("-e", initial)
+		require.NoError(t, r.err, r.output)
+		assert.Equal(t, map[string]int{"node1": 0, "node2": 0, "node3": 0}, r.changed())
+		t.Logf("one k3s_config task over SSH on 3 hosts, no-op, whole ansible-playbook run: %s", r.duration.Round(10e6))
+	})
+
+	changedLabel := vars("changed.json", nodeConfig("z", ""))
+	t.Run("check diff shows the change, redacts the token, writes nothing", func(t *testing.T) {
+		before := sums()
+		r := play("-e", changedLabel, "--check", "--diff")
+		require.NoError(t, r.err, r.output)
+		assert.Equal(t, map[string]int{"node1": 0, "node2": 1, "node3": 0}, r.changed())
+		assert.Contains(t, r.output, "--- before: /etc/rancher/k3s/config.yaml")
+		assert.Contains(t, r.output, "-  - zone=b")
+		assert.Contains(t, r.output, "+  - zone=z")
+		assert.Contains(t, r.output, "token: <redacted sha256:")
+		assert.Equal(t, before, sums(), "check mode wrote nothing")
+	})
+
+	t.Run("applying the change touches only that node", func(t *testing.T) {
+		r := play("-e", changedLabel)
+		require.NoError(t, r.err, r.output)
+		assert.Equal(t, map[string]int{"node1": 0, "node2": 1, "node3": 0}, r.changed())
+		assert.Contains(t, r.output, `"restart_needed": true`)
+	})
+
+	t.Run("bad input fails clearly and changes nothing", func(t *testing.T) {
+		before := sums()
+		r := play("-e", vars("bad.json", nodeConfig("z", "node-lable")))
+		require.Error(t, r.err)
+		assert.Contains(t, r.output, "config.node-lable is not a k3s agent flag; did you mean node-label?")
+		assert.Equal(t, 1, r.recap["node3"]["failed"])
+		assert.Equal(t, before, sums())
+	})
+
+	t.Run("no secret in any -vvv output", func(t *testing.T) {
+		all := strings.Join(outputs, "\n")
+		require.NotEmpty(t, all)
+		for _, secret := range []string{e2eToken, e2eAgentToken} {
+			assert.NotContains(t, all, secret)
+		}
+		assert.Contains(t, all, "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER", "the token is masked in module_args")
+	})
+}
