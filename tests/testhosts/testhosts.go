@@ -51,6 +51,9 @@ type Options struct {
 	Hosts       []HostSpec
 	Controllers int
 	Workers     int
+	// BridgeOnly makes just the test network, with no hosts (for a control
+	// plane that needs an address but no SSH hosts).
+	BridgeOnly bool
 }
 
 // Host is one running test host.
@@ -88,7 +91,7 @@ func (o *Options) defaults() error {
 	if o.Dir == "" {
 		o.Dir = filepath.Join(os.TempDir(), o.Name+"-testbed")
 	}
-	if len(o.Hosts) == 0 {
+	if len(o.Hosts) == 0 && !o.BridgeOnly {
 		if o.Controllers == 0 && o.Workers == 0 {
 			o.Controllers, o.Workers = 1, 2
 		}
@@ -395,17 +398,17 @@ func isOurSSHD(pid int, root string) bool {
 // stop sends SIGTERM, then SIGKILL if the process is still there after 2s.
 func stop(pid int) {
 	_ = syscall.Kill(pid, syscall.SIGTERM)
-	for i := 0; i < 40 && alive(pid); i++ {
+	for i := 0; i < 40 && ProcessAlive(pid); i++ {
 		time.Sleep(50 * time.Millisecond)
 	}
-	if alive(pid) {
+	if ProcessAlive(pid) {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
 }
 
-// alive tells whether pid is running: an exited process waiting to be
+// ProcessAlive tells whether pid is running: an exited process waiting to be
 // reaped by its parent (a zombie) is not.
-func alive(pid int) bool {
+func ProcessAlive(pid int) bool {
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return false

@@ -1,0 +1,145 @@
+// Package bed is the test bed: SSH test hosts (tests/testhosts), a real
+// Kubernetes control plane built from the Go module proxy (etcd,
+// kube-apiserver, kube-controller-manager, kube-scheduler, and kwok playing
+// the kubelets), an OCI registry on loopback serving test Helm charts, and,
+// when asked, the real Flux Operator and Flux controllers reconciling a git
+// server on loopback. Integration tests, end-to-end tests, benchmarks and
+// `make demo` all start it here.
+package bed
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/gitops-k3s-flux/k3s_flux/tests/testhosts"
+)
+
+// Options choose what the test bed runs.
+type Options struct {
+	// Name prefixes namespaces and interfaces (at most 6 characters);
+	// Subnet is the test network's first three octets. Two beds with
+	// different names and subnets can run at once.
+	Name   string
+	Subnet string
+	// Dir holds the bed's state, certificates, logs and data.
+	Dir string
+	// Controllers and Workers are SSH test hosts; none by default.
+	Controllers, Workers int
+	// Flux starts the Flux Operator, source-controller,
+	// kustomize-controller and the git server.
+	Flux bool
+}
+
+// Bed is a running test bed.
+type Bed struct {
+	Dir        string
+	Kubeconfig string // admin kubeconfig for the API server on the test bridge
+	APIServer  string // https://<bridge address>:6443
+	Registry   *Registry
+	Hosts      *testhosts.Bed
+	Flux       *Flux // nil unless Options.Flux
+
+	cp *controlPlane
+}
+
+func (o *Options) defaults() {
+	if o.Name == "" {
+		o.Name = testhosts.DefaultName
+	}
+	if o.Subnet == "" {
+		o.Subnet = testhosts.DefaultSubnet
+	}
+	if o.Dir == "" {
+		o.Dir = filepath.Join(os.TempDir(), o.Name+"-testbed")
+	}
+}
+
+// Up starts the test bed and returns when everything is ready.
+func Up(ctx context.Context, opts Options) (b *Bed, err error) {
+	opts.defaults()
+	start := time.Now()
+	hosts, err := testhosts.Up(testhosts.Options{Name: opts.Name, Subnet: opts.Subnet, Dir: opts.Dir,
+		Controllers: opts.Controllers, Workers: opts.Workers, BridgeOnly: opts.Controllers+opts.Workers == 0})
+	if err != nil {
+		return nil, err
+	}
+	b = &Bed{Dir: opts.Dir, Hosts: hosts}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, b.Down())
+			b = nil
+		}
+	}()
+	var hostIPs []net.IP
+	for _, h := range hosts.Hosts {
+		hostIPs = append(hostIPs, net.ParseIP(h.Addr))
+	}
+	if b.cp, err = startControlPlane(ctx, filepath.Join(opts.Dir, "cluster"), hosts.BridgeAddr, hostIPs); err != nil {
+		return b, fmt.Errorf("start the control plane: %w", err)
+	}
+	b.Kubeconfig = b.cp.kubeconfig
+	b.APIServer = fmt.Sprintf("https://%s:%d", hosts.BridgeAddr, APIServerPort)
+	if b.Registry, err = startRegistry(); err != nil {
+		return b, err
+	}
+	if err := b.Registry.pushCharts(chartDir(), filepath.Join(toolDir("flux-operator", "FLUX_OPERATOR_VERSION"), "crd", "bases"), filepath.Join(opts.Dir, "charts")); err != nil {
+		return b, fmt.Errorf("push test charts: %w", err)
+	}
+	if opts.Flux {
+		if b.Flux, err = startFlux(ctx, b, filepath.Join(opts.Dir, "flux")); err != nil {
+			return b, fmt.Errorf("start Flux: %w", err)
+		}
+	}
+	fmt.Fprintf(os.Stderr, "test bed %s up in %s\n", opts.Name, time.Since(start).Round(100*time.Millisecond))
+	return b, nil
+}
+
+// Start brings a test bed up for a test and tears it down after it.
+func Start(t testing.TB, opts Options) *Bed {
+	t.Helper()
+	if opts.Dir == "" {
+		opts.Dir = filepath.Join(t.TempDir(), "bed")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	b, err := Up(ctx, opts)
+	if err != nil {
+		t.Fatalf("test bed: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := b.Down(); err != nil {
+			t.Errorf("test bed down: %v", err)
+		}
+	})
+	return b
+}
+
+// Down stops everything the bed started, by PID, and removes its files.
+func (b *Bed) Down() error {
+	if b.Flux != nil {
+		b.Flux.stop()
+	}
+	if b.Registry != nil {
+		b.Registry.stop()
+	}
+	if b.cp != nil {
+		b.cp.stop()
+	}
+	if b.Hosts != nil {
+		return b.Hosts.Down()
+	}
+	return nil
+}
+
+// chartDir is tests/charts/flux-operator in this source tree.
+func chartDir() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "charts", "flux-operator")
+}

@@ -1,0 +1,256 @@
+package bed
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// APIServerPort is where kube-apiserver listens on the test bridge address,
+// the port k3s uses.
+const APIServerPort = 6443
+
+// ServiceCIDR is k3s's default service range; the API server's in-cluster
+// address (10.43.0.1) is in the serving certificate, as in k3s.
+const ServiceCIDR = "10.43.0.0/16"
+
+// controlPlane is etcd, kube-apiserver, kube-controller-manager,
+// kube-scheduler and kwok, each a process.
+type controlPlane struct {
+	dir        string
+	addr       string // the address kube-apiserver binds: the test bridge
+	kubeconfig string
+	ca         *CA
+	procs      []*Process
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// startControlPlane brings the control plane up on addr and waits until
+// the API server is ready and the default service account exists.
+func startControlPlane(ctx context.Context, dir, addr string, hostIPs []net.IP) (cp *controlPlane, err error) {
+	cp = &controlPlane{dir: dir, addr: addr}
+	defer func() {
+		if err != nil {
+			cp.stop()
+		}
+	}()
+	bins := map[string]string{}
+	for _, t := range [][2]string{{"etcd", "ETCD_VERSION"}, {"kube-apiserver", "K8S_VERSION"}, {"kube-controller-manager", "K8S_VERSION"}, {"kube-scheduler", "K8S_VERSION"}, {"kwok", "KWOK_VERSION"}} {
+		if bins[t[0]], err = binary(t[0], t[1]); err != nil {
+			return cp, err
+		}
+	}
+	pki := filepath.Join(dir, "pki")
+	ips := append([]net.IP{net.ParseIP("127.0.0.1"), net.ParseIP(addr), net.ParseIP("10.43.0.1")}, hostIPs...)
+	if cp.ca, err = writePKI(pki, []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"}, ips); err != nil {
+		return cp, err
+	}
+	server := fmt.Sprintf("https://%s:%d", addr, APIServerPort)
+	cp.kubeconfig = filepath.Join(dir, "kubeconfig")
+	if err := writeKubeconfig(cp.kubeconfig, server, "testbed", pki); err != nil {
+		return cp, err
+	}
+	logs := filepath.Join(dir, "logs")
+	if err := os.MkdirAll(logs, 0o700); err != nil {
+		return cp, err
+	}
+
+	clientPort, err := freePort()
+	if err != nil {
+		return cp, err
+	}
+	peerPort, err := freePort()
+	if err != nil {
+		return cp, err
+	}
+	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", clientPort)
+	peerURL := fmt.Sprintf("http://127.0.0.1:%d", peerPort)
+	etcd, err := startProcess("etcd", filepath.Join(logs, "etcd.log"), nil, false, bins["etcd"],
+		"--data-dir="+filepath.Join(dir, "etcd"), "--name=testbed",
+		"--listen-client-urls="+etcdURL, "--advertise-client-urls="+etcdURL,
+		"--listen-peer-urls="+peerURL, "--initial-advertise-peer-urls="+peerURL,
+		"--initial-cluster=testbed="+peerURL, "--unsafe-no-fsync", "--log-level=warn")
+	if err != nil {
+		return cp, err
+	}
+	cp.procs = append(cp.procs, etcd)
+
+	p := func(name string) string { return filepath.Join(pki, name) }
+	apiserver, err := startProcess("kube-apiserver", filepath.Join(logs, "kube-apiserver.log"), nil, false, bins["kube-apiserver"],
+		"--etcd-servers="+etcdURL,
+		"--bind-address="+addr, "--advertise-address="+addr, "--secure-port="+strconv.Itoa(APIServerPort),
+		"--tls-cert-file="+p(servingCertFile), "--tls-private-key-file="+p(servingKeyFile),
+		"--client-ca-file="+p(caCertFile),
+		"--service-account-key-file="+p(saPubFile), "--service-account-signing-key-file="+p(saKeyFile),
+		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+		"--service-cluster-ip-range="+ServiceCIDR,
+		"--authorization-mode=RBAC", "--allow-privileged=true",
+		"--enable-priority-and-fairness=false", "--profiling=false",
+		"--cert-dir="+filepath.Join(dir, "apiserver-certs"))
+	if err != nil {
+		return cp, err
+	}
+	cp.procs = append(cp.procs, apiserver)
+	if err := waitFor(ctx, "kube-apiserver /readyz", 200*time.Millisecond, func() error {
+		if !apiserver.Running() {
+			return fmt.Errorf("kube-apiserver exited; see %s", apiserver.Log)
+		}
+		return cp.get("/readyz")
+	}); err != nil {
+		return cp, err
+	}
+
+	kcm, err := startProcess("kube-controller-manager", filepath.Join(logs, "kube-controller-manager.log"), nil, true, bins["kube-controller-manager"],
+		"--kubeconfig="+cp.kubeconfig, "--leader-elect=false", "--bind-address=127.0.0.1", "--secure-port=0",
+		"--controllers=*", "--service-account-private-key-file="+p(saKeyFile), "--root-ca-file="+p(caCertFile),
+		"--use-service-account-credentials=false", "--service-cluster-ip-range="+ServiceCIDR)
+	if err != nil {
+		return cp, err
+	}
+	cp.procs = append(cp.procs, kcm)
+	scheduler, err := startProcess("kube-scheduler", filepath.Join(logs, "kube-scheduler.log"), nil, true, bins["kube-scheduler"],
+		"--kubeconfig="+cp.kubeconfig, "--leader-elect=false", "--bind-address=127.0.0.1", "--secure-port=0")
+	if err != nil {
+		return cp, err
+	}
+	cp.procs = append(cp.procs, scheduler)
+
+	stages, err := kwokStages(filepath.Join(dir, "kwok-stages.yaml"))
+	if err != nil {
+		return cp, err
+	}
+	kwok, err := startProcess("kwok", filepath.Join(logs, "kwok.log"), nil, true, bins["kwok"],
+		"--kubeconfig="+cp.kubeconfig, "--config="+stages,
+		"--manage-all-nodes=false", "--manage-nodes-with-annotation-selector="+KwokNodeAnnotation+"=fake",
+		"--server-address=127.0.0.1:0", "--node-ip="+addr)
+	if err != nil {
+		return cp, err
+	}
+	cp.procs = append(cp.procs, kwok)
+
+	// Pods can be created once the controller manager made the default
+	// service account.
+	return cp, waitFor(ctx, "the default service account", 200*time.Millisecond, func() error {
+		return cp.get("/api/v1/namespaces/default/serviceaccounts/default")
+	})
+}
+
+// KwokNodeAnnotation marks the Nodes kwok plays the kubelet for.
+const KwokNodeAnnotation = "kwok.x-k8s.io/node"
+
+// kwokStages assembles kwok's node and pod lifecycle stages from its
+// module into one config file.
+func kwokStages(path string) (string, error) {
+	base := filepath.Join(toolDir("kwok", "KWOK_VERSION"), "stage")
+	var docs []string
+	for _, f := range []string{"node/fast/node-initialize.yaml", "node/heartbeat/node-heartbeat.yaml",
+		"pod/general/pod-ready.yaml", "pod/general/pod-complete.yaml", "pod/general/pod-delete.yaml"} {
+		data, err := os.ReadFile(filepath.Join(base, f))
+		if err != nil {
+			return "", fmt.Errorf("read kwok stage: %w", err)
+		}
+		docs = append(docs, strings.TrimSpace(string(data)))
+	}
+	return path, os.WriteFile(path, []byte(strings.Join(docs, "\n---\n")+"\n"), 0o600)
+}
+
+// get does an authenticated GET against the API server and fails on any
+// status but 200.
+func (cp *controlPlane) get(path string) error {
+	client, err := adminHTTPClient(filepath.Join(cp.dir, "pki"))
+	if err != nil {
+		return err
+	}
+	resp, err := client.Get(fmt.Sprintf("https://%s:%d%s", cp.addr, APIServerPort, path))
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", path, resp.Status)
+	}
+	return nil
+}
+
+func adminHTTPClient(pki string) (*http.Client, error) {
+	cert, err := tls.LoadX509KeyPair(filepath.Join(pki, adminCertFile), filepath.Join(pki, adminKeyFile))
+	if err != nil {
+		return nil, fmt.Errorf("load admin certificate: %w", err)
+	}
+	caPEM, err := os.ReadFile(filepath.Join(pki, caCertFile))
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(caPEM)
+	return &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: pool},
+	}}, nil
+}
+
+// writeKubeconfig writes an admin kubeconfig with embedded credentials.
+func writeKubeconfig(path, server, name, pki string) error {
+	read := func(f string) (string, error) {
+		data, err := os.ReadFile(filepath.Join(pki, f))
+		return b64(data), err
+	}
+	ca, err := read(caCertFile)
+	if err != nil {
+		return err
+	}
+	cert, err := read(adminCertFile)
+	if err != nil {
+		return err
+	}
+	key, err := read(adminKeyFile)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, []byte(Kubeconfig(server, name, ca, cert, key)), 0o600)
+}
+
+// Kubeconfig renders a kubeconfig with one cluster, user and context, all
+// called name, with base64 credentials.
+func Kubeconfig(server, name, caB64, certB64, keyB64 string) string {
+	return fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters:
+- cluster:
+    certificate-authority-data: %s
+    server: %s
+  name: %s
+contexts:
+- context:
+    cluster: %s
+    user: %s
+  name: %s
+current-context: %s
+users:
+- name: %s
+  user:
+    client-certificate-data: %s
+    client-key-data: %s
+`, caB64, server, name, name, name, name, name, name, certB64, keyB64)
+}
+
+func (cp *controlPlane) stop() {
+	for i := len(cp.procs) - 1; i >= 0; i-- {
+		cp.procs[i].Stop(10 * time.Second)
+	}
+}

@@ -1,0 +1,158 @@
+package bed
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+)
+
+// GitRepoPath is the test repository's path on the git server.
+const GitRepoPath = "org/gitops.git"
+
+// GitServer serves the test GitOps repository over HTTP and SSH on
+// loopback; SSH accepts only the deploy key.
+type GitServer struct {
+	HTTPURL string // http://127.0.0.1:<port>, basic auth git:<password>
+	SSHURL  string // ssh://git@127.0.0.1:<port>/org/gitops.git
+	// DeployKey is the private key file the SSH server accepts, and
+	// KnownHosts the server's host key line for it: what the
+	// git-deploy-key Secret must hold.
+	DeployKey  string
+	KnownHosts string
+	Branch     string
+
+	password string
+	work     string // working copy used to push
+	proc     *Process
+}
+
+func startGitServer(ctx context.Context, dir string) (*GitServer, error) {
+	bin, err := binary("gitserver", "GITTESTSERVER_VERSION")
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range []string{"repos", "hostkey", "logs"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o700); err != nil {
+			return nil, err
+		}
+	}
+	g := &GitServer{DeployKey: filepath.Join(dir, "deploy-key"), Branch: "main", work: filepath.Join(dir, "work")}
+	if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "flux-deploy-key", "-f", g.DeployKey).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("generate deploy key: %w: %s", err, out)
+	}
+	pw := make([]byte, 16)
+	_, _ = rand.Read(pw)
+	g.password = hex.EncodeToString(pw)
+	if err := os.WriteFile(filepath.Join(dir, "password"), []byte(g.password), 0o600); err != nil {
+		return nil, err
+	}
+	addrFile := filepath.Join(dir, "addr.json")
+	g.proc, err = startProcess("gitserver", filepath.Join(dir, "logs", "gitserver.log"), nil, false, bin,
+		"-root", filepath.Join(dir, "repos"), "-key-dir", filepath.Join(dir, "hostkey"),
+		"-authorized-key", g.DeployKey+".pub", "-password-file", filepath.Join(dir, "password"), "-addr-file", addrFile)
+	if err != nil {
+		return nil, err
+	}
+	var addrs struct{ HTTP, SSH, HostKey string }
+	if err := waitFor(ctx, "the git server", 100*time.Millisecond, func() error {
+		raw, err := os.ReadFile(addrFile)
+		if err != nil {
+			return err
+		}
+		return json.Unmarshal(raw, &addrs)
+	}); err != nil {
+		g.proc.Stop(time.Second)
+		return nil, err
+	}
+	addrs.HostKey = strings.Join(strings.Fields(addrs.HostKey)[:2], " ")
+	g.HTTPURL = addrs.HTTP
+	g.SSHURL = addrs.SSH + "/" + GitRepoPath
+	sshURL, _ := url.Parse(addrs.SSH)
+	g.KnownHosts = fmt.Sprintf("[%s]:%s %s", sshURL.Hostname(), sshURL.Port(), addrs.HostKey)
+	if err := g.initRepo(); err != nil {
+		g.proc.Stop(time.Second)
+		return nil, err
+	}
+	return g, nil
+}
+
+// initRepo pushes the fixture repository (testdata/gitops-repo) as the
+// first commit of the branch.
+func (g *GitServer) initRepo() error {
+	_, file, _, _ := runtime.Caller(0)
+	fixture := filepath.Join(filepath.Dir(file), "testdata", "gitops-repo")
+	if out, err := exec.Command("cp", "-r", fixture, g.work).CombinedOutput(); err != nil {
+		return fmt.Errorf("copy fixture: %w: %s", err, out)
+	}
+	remote, _ := url.Parse(g.HTTPURL + "/" + GitRepoPath)
+	remote.User = url.UserPassword("git", g.password)
+	for _, args := range [][]string{
+		{"init", "-q", "-b", g.Branch},
+		{"remote", "add", "origin", remote.String()},
+	} {
+		if err := g.git(args...); err != nil {
+			return err
+		}
+	}
+	_, err := g.Commit("initial test repository", nil)
+	return err
+}
+
+// Commit writes files (path relative to the repository root → content; an
+// empty content removes the file), commits and pushes, and returns the new
+// revision as Flux reports it: "<branch>@sha1:<commit>".
+func (g *GitServer) Commit(message string, files map[string]string) (string, error) {
+	for path, content := range files {
+		full := filepath.Join(g.work, path)
+		if content == "" {
+			if err := os.Remove(full); err != nil {
+				return "", err
+			}
+			continue
+		}
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			return "", err
+		}
+		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
+			return "", err
+		}
+	}
+	for _, args := range [][]string{
+		{"add", "-A"},
+		{"-c", "user.name=testbed", "-c", "user.email=testbed@example.invalid", "commit", "-q", "--allow-empty", "-m", message},
+		{"push", "-q", "origin", g.Branch},
+	} {
+		if err := g.git(args...); err != nil {
+			return "", err
+		}
+	}
+	out, err := exec.Command("git", "-C", g.work, "rev-parse", "HEAD").Output()
+	if err != nil {
+		return "", fmt.Errorf("git rev-parse: %w", err)
+	}
+	return g.Branch + "@sha1:" + strings.TrimSpace(string(out)), nil
+}
+
+func (g *GitServer) git(args ...string) error {
+	cmd := exec.Command("git", append([]string{"-C", g.work}, args...)...)
+	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_CONFIG_GLOBAL=/dev/null")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("git %s: %w: %s", args[0], err, strings.ReplaceAll(string(out), g.password, "***"))
+	}
+	return nil
+}
+
+func (g *GitServer) stop() {
+	if g.proc != nil {
+		g.proc.Stop(5 * time.Second)
+	}
+}

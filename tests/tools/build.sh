@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Builds the test bed's binaries from the Go module proxy into a cache keyed
+# by their versions (outside the repository), skipping what is cached:
+#   ${K3SF_CACHE:-~/.cache/k3s_flux}/bin/<tool>-<version>/<tool>
+# Usage: tests/tools/build.sh [tool ...]   (default: all)
+# Test tools only: none of them is linked into the collection.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+cache="${K3SF_CACHE:-$HOME/.cache/k3s_flux}/bin"
+source "$here/../bed/versions.env"
+export GOFLAGS="${GOFLAGS:-} -buildvcs=false" CGO_ENABLED=0
+
+# build_tool NAME VERSION DIR PACKAGE [go build args...]
+build_tool() {
+  local name=$1 version=$2 dir=$3 pkg=$4
+  shift 4
+  local dest="$cache/$name-$version/$name"
+  if [ -x "$dest" ]; then
+    echo "cached  $name $version"
+    return
+  fi
+  echo "build   $name $version ..."
+  local start=$SECONDS
+  mkdir -p "$(dirname "$dest")"
+  (cd "$dir" && go build -trimpath "$@" -o "$dest.tmp" "$pkg")
+  mv "$dest.tmp" "$dest"
+  echo "built   $name $version in $((SECONDS - start))s ($(du -m "$dest" | cut -f1) MB)"
+}
+
+k8s_ldflags="-s -w"
+for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+  k8s_ldflags+=" -X $pkg.gitVersion=v$K8S_VERSION -X $pkg.gitMajor=${K8S_VERSION%%.*}"
+  minor=${K8S_VERSION#*.}
+  k8s_ldflags+=" -X $pkg.gitMinor=${minor%%.*} -X $pkg.gitTreeState=clean"
+done
+
+tools=("$@")
+sel() { local t=$1; [ ${#tools[@]} -eq 0 ] && return 0; [[ " ${tools[*]} " == *" $t "* ]]; }
+
+# copy_module_dir VERSION_DIR MODULE@VERSION SUBDIR DEST: files the test bed
+# reads at run time (CRDs, manifests, kwok stages), from the module cache.
+copy_module_dir() {
+  local dir=$1 modver=$2 sub=$3 dest=$4
+  [ -d "$dest" ] && return
+  local src
+  src="$(cd "$dir" && go mod download -json "$modver" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')/$sub"
+  mkdir -p "$(dirname "$dest")"
+  cp -r "$src" "$dest.tmp"
+  chmod -R u+w "$dest.tmp"
+  mv "$dest.tmp" "$dest"
+}
+
+for cmd in kube-apiserver kube-controller-manager kube-scheduler; do
+  sel "$cmd" && build_tool "$cmd" "v$K8S_VERSION" "$here/k8s" "k8s.io/kubernetes/cmd/$cmd" -ldflags "$k8s_ldflags"
+done
+sel etcd && build_tool etcd "v$ETCD_VERSION" "$here/etcd" go.etcd.io/etcd/server/v3 -ldflags "-s -w"
+
+if sel kwok; then
+  dest="$cache/kwok-v$KWOK_VERSION"
+  if [ -x "$dest/kwok" ]; then
+    echo "cached  kwok v$KWOK_VERSION"
+  else
+    echo "build   kwok v$KWOK_VERSION ..."
+    start=$SECONDS
+    mkdir -p "$dest"
+    GOBIN="$dest/bin.tmp" go install -trimpath -ldflags "-s -w" "sigs.k8s.io/kwok/cmd/kwok@v$KWOK_VERSION"
+    mv "$dest/bin.tmp/kwok" "$dest/kwok" && rmdir "$dest/bin.tmp"
+    echo "built   kwok v$KWOK_VERSION in $((SECONDS - start))s"
+  fi
+  (cd "$here/k8s" && copy_module_dir . "sigs.k8s.io/kwok@v$KWOK_VERSION" kustomize/stage "$dest/stage")
+fi
+
+export GOTOOLCHAIN="$TOOLS_TOOLCHAIN"
+if sel flux-operator; then
+  dest="$cache/flux-operator-v$FLUX_OPERATOR_VERSION"
+  # web/embed.go embeds web/dist/*, which the published module lacks: an
+  # overlay supplies a placeholder page (the web UI is not used).
+  moddir="$(cd "$here/fluxoperator" && go mod download -json "github.com/controlplaneio-fluxcd/flux-operator@v$FLUX_OPERATOR_VERSION" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')"
+  mkdir -p "$dest"
+  printf '<!doctype html><title>flux-operator (test bed)</title>\n' >"$dest/placeholder.html"
+  printf '{"Replace":{"%s/web/dist/index.html":"%s/placeholder.html"}}\n' "$moddir" "$dest" >"$dest/overlay.json"
+  build_tool flux-operator "v$FLUX_OPERATOR_VERSION" "$here/fluxoperator" github.com/controlplaneio-fluxcd/flux-operator/cmd/operator \
+    -overlay "$dest/overlay.json" -ldflags "-s -w -X main.VERSION=$FLUX_OPERATOR_VERSION"
+  for sub in config/crd/bases config/data; do
+    copy_module_dir "$here/fluxoperator" "github.com/controlplaneio-fluxcd/flux-operator@v$FLUX_OPERATOR_VERSION" "$sub" "$dest/${sub#config/}"
+  done
+fi
+sel source-controller && build_tool source-controller "v$FLUX_CONTROLLERS_VERSION" "$here/sourcecontroller" github.com/fluxcd/source-controller -mod=mod -ldflags "-s -w"
+sel kustomize-controller && build_tool kustomize-controller "v$FLUX_CONTROLLERS_VERSION" "$here/kustomizecontroller" github.com/fluxcd/kustomize-controller -mod=mod -ldflags "-s -w"
+sel gitserver && build_tool gitserver "v$GITTESTSERVER_VERSION" "$here/gitserver" . -ldflags "-s -w"
+echo "test bed binaries are in $cache"

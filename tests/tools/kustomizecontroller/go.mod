@@ -1,0 +1,17 @@
+module github.com/gitops-k3s-flux/k3s_flux/tests/tools/kustomizecontroller
+
+go 1.26.0
+
+require (
+	github.com/fluxcd/kustomize-controller v1.9.5
+	github.com/fluxcd/kustomize-controller/api v1.9.5
+)
+
+// Versions kustomize-controller v1.9.5 asks for that the module proxy refuses.
+replace (
+	github.com/fluxcd/pkg/artifact => github.com/fluxcd/pkg/artifact v0.18.0
+	github.com/opencontainers/go-digest => github.com/opencontainers/go-digest v1.0.1-0.20220411205349-bde1400a84be
+	gopkg.in/yaml.v3 => gopkg.in/yaml.v3 v3.0.1
+	sigs.k8s.io/kustomize/api => sigs.k8s.io/kustomize/api v0.21.1
+	sigs.k8s.io/kustomize/kyaml => sigs.k8s.io/kustomize/kyaml v0.21.1
+)
