@@ -78,9 +78,11 @@ func main() {
 	}
 }
 
-func statusFile(dir string) string { return filepath.Join(filepath.Dir(dir), filepath.Base(dir)+".status.json") }
-func pidFile(dir string) string    { return filepath.Join(filepath.Dir(dir), filepath.Base(dir)+".pid") }
-func logFile(dir string) string    { return filepath.Join(filepath.Dir(dir), filepath.Base(dir)+".log") }
+func statusFile(dir string) string {
+	return filepath.Join(filepath.Dir(dir), filepath.Base(dir)+".status.json")
+}
+func pidFile(dir string) string { return filepath.Join(filepath.Dir(dir), filepath.Base(dir)+".pid") }
+func logFile(dir string) string { return filepath.Join(filepath.Dir(dir), filepath.Base(dir)+".log") }
 
 // up starts `testbed serve` in the background and waits for it.
 func up(opts bed.Options, timeout time.Duration) error {
