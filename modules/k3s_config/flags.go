@@ -1,85 +1,9 @@
 package main
 
-import (
-	_ "embed"
-	"fmt"
-	"strings"
-)
+import "github.com/gitops-k3s-flux/k3s_flux/internal/k3sflags"
 
-// k3s-flags.tsv lists every k3s server/agent flag that config.yaml accepts,
-// with its type and which commands take it (copied from the checked
-// reference; its header says where each fact comes from).
-//
-//go:embed k3s-flags.tsv
-var flagsTSV string
-
-// flagType is how k3s parses a flag's value.
-type flagType string
-
-const (
-	flagBool        flagType = "bool"
-	flagString      flagType = "string"
-	flagStringSlice flagType = "string-slice"
-	flagInt         flagType = "int"
-	flagDuration    flagType = "duration"
-)
-
-// flag is one k3s flag usable as a config.yaml key.
-type flag struct {
-	Name   string
-	Type   flagType
-	Server bool // accepted by k3s server
-	Agent  bool // accepted by k3s agent
-	Alias  string
-	// SplitsCommas: k3s splits each item on commas (tls-san, node-ip, ...).
-	SplitsCommas bool
-}
-
-// parseFlags reads the embedded flag table.
-func parseFlags(tsv string) (map[string]flag, error) {
-	flags := map[string]flag{}
-	for n, line := range strings.Split(tsv, "\n") {
-		if line == "" || strings.HasPrefix(line, "#") || strings.HasPrefix(line, "name\t") {
-			continue
-		}
-		cols := strings.Split(line, "\t")
-		if len(cols) < 5 {
-			return nil, fmt.Errorf("k3s-flags.tsv line %d: want 5 columns, got %d", n+1, len(cols))
-		}
-		f := flag{Name: cols[0], Type: flagType(cols[1]), SplitsCommas: strings.Contains(cols[4], "comma lists split")}
-		switch cols[2] {
-		case "server":
-			f.Server = true
-		case "agent":
-			f.Agent = true
-		case "both":
-			f.Server, f.Agent = true, true
-		default:
-			return nil, fmt.Errorf("k3s-flags.tsv line %d: unknown applies_to %q", n+1, cols[2])
-		}
-		switch f.Type {
-		case flagBool, flagString, flagStringSlice, flagInt, flagDuration:
-		default:
-			return nil, fmt.Errorf("k3s-flags.tsv line %d: unknown type %q", n+1, f.Type)
-		}
-		// The note starts "alias x;" for the flags that have a short alias.
-		if rest, ok := strings.CutPrefix(cols[4], "alias "); ok && len(rest) > 1 && rest[1] == ';' {
-			f.Alias = rest[:1]
-		}
-		flags[f.Name] = f
-	}
-	return flags, nil
-}
-
-// k3sFlags is the parsed table; the TSV is part of the binary, so a parse
-// error is a build defect caught by the tests.
-var k3sFlags = func() map[string]flag {
-	flags, err := parseFlags(flagsTSV)
-	if err != nil {
-		panic(err)
-	}
-	return flags
-}()
+// k3sFlags are the k3s flags config.yaml may hold.
+var k3sFlags = k3sflags.All
 
 // removedFlags are flags older k3s releases took and current ones reject,
 // with what to write instead.

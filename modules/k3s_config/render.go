@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/gitops-k3s-flux/k3s_flux/internal/k3sflags"
 	"net/url"
 	"sort"
 	"strconv"
@@ -108,38 +109,38 @@ func validateConfig(role string, config map[string]any) (map[string]any, error) 
 
 // lookupFlag resolves a config key (possibly ending in "+", k3s's append
 // syntax) to its flag for role, or explains why the key cannot be used.
-func lookupFlag(role, key string) (flag, error) {
+func lookupFlag(role, key string) (k3sflags.Flag, error) {
 	name, appends := strings.CutSuffix(key, "+")
 	if opt, ok := ownedKeys[name]; ok {
-		return flag{}, fmt.Errorf("config.%s is set by the module option %s: use %s instead of config.%s", key, opt, opt, key)
+		return k3sflags.Flag{}, fmt.Errorf("config.%s is set by the module option %s: use %s instead of config.%s", key, opt, opt, key)
 	}
 	if name == "config" || name == "c" {
-		return flag{}, fmt.Errorf("config.%s names the config file itself: k3s ignores it inside config.yaml (use the path option)", key)
+		return k3sflags.Flag{}, fmt.Errorf("config.%s names the config file itself: k3s ignores it inside config.yaml (use the path option)", key)
 	}
 	for _, f := range k3sFlags {
 		if f.Alias == name {
-			return flag{}, fmt.Errorf("config.%s is the short alias of %s: write %s%s so the file reads plainly", key, f.Name, f.Name, strings.Repeat("+", btoi(appends)))
+			return k3sflags.Flag{}, fmt.Errorf("config.%s is the short alias of %s: write %s%s so the file reads plainly", key, f.Name, f.Name, strings.Repeat("+", btoi(appends)))
 		}
 	}
 	f, ok := k3sFlags[name]
 	if !ok {
 		if instead, removed := removedFlags[name]; removed {
-			return flag{}, fmt.Errorf("config.%s was removed from k3s: use %s", key, instead)
+			return k3sflags.Flag{}, fmt.Errorf("config.%s was removed from k3s: use %s", key, instead)
 		}
 		msg := fmt.Sprintf("config.%s is not a k3s %s flag", key, role)
 		if s := nearest(name, flagNames(role)); s != "" {
 			msg += fmt.Sprintf("; did you mean %s?", s)
 		}
-		return flag{}, fmt.Errorf("%s", msg)
+		return k3sflags.Flag{}, fmt.Errorf("%s", msg)
 	}
 	if role == "agent" && !f.Agent {
-		return flag{}, fmt.Errorf("config.%s is a k3s server flag: k3s agent refuses to start with it (role is agent)", key)
+		return k3sflags.Flag{}, fmt.Errorf("config.%s is a k3s server flag: k3s agent refuses to start with it (role is agent)", key)
 	}
 	if role == "server" && !f.Server {
-		return flag{}, fmt.Errorf("config.%s is a k3s agent flag: k3s server would ignore it (role is server)", key)
+		return k3sflags.Flag{}, fmt.Errorf("config.%s is a k3s agent flag: k3s server would ignore it (role is server)", key)
 	}
-	if appends && f.Type != flagStringSlice {
-		return flag{}, fmt.Errorf("config.%s appends to a list, but %s is a %s flag, not a list", key, name, f.Type)
+	if appends && f.Type != k3sflags.StringSlice {
+		return k3sflags.Flag{}, fmt.Errorf("config.%s appends to a list, but %s is a %s flag, not a list", key, name, f.Type)
 	}
 	return f, nil
 }
@@ -169,9 +170,9 @@ var (
 
 // normalize checks a value against its flag's type and returns it in the
 // form rendered: bool, int, string or []string.
-func normalize(f flag, raw any) (any, error) {
+func normalize(f k3sflags.Flag, raw any) (any, error) {
 	switch f.Type {
-	case flagBool:
+	case k3sflags.Bool:
 		switch t := raw.(type) {
 		case bool:
 			return t, nil
@@ -181,7 +182,7 @@ func normalize(f flag, raw any) (any, error) {
 			}
 		}
 		return nil, fmt.Errorf("must be a boolean (true or false), got %s", describe(raw))
-	case flagInt:
+	case k3sflags.Int:
 		switch t := raw.(type) {
 		case json.Number:
 			if n, err := strconv.Atoi(t.String()); err == nil {
@@ -193,22 +194,22 @@ func normalize(f flag, raw any) (any, error) {
 			}
 		}
 		return nil, fmt.Errorf("must be an integer, got %s", describe(raw))
-	case flagDuration:
+	case k3sflags.Duration:
 		if s, ok := raw.(string); ok {
 			if _, err := time.ParseDuration(s); err == nil {
 				return s, nil
 			}
 		}
 		return nil, fmt.Errorf("must be a duration with a unit, such as \"30s\" or \"5m\", got %s", describe(raw))
-	case flagString:
+	case k3sflags.String:
 		return normalizeString(f, raw)
-	case flagStringSlice:
+	case k3sflags.StringSlice:
 		return normalizeList(f, raw)
 	}
 	return nil, fmt.Errorf("has an unknown flag type %s", f.Type)
 }
 
-func normalizeString(f flag, raw any) (any, error) {
+func normalizeString(f k3sflags.Flag, raw any) (any, error) {
 	if f.Name == "write-kubeconfig-mode" {
 		s, ok := raw.(string)
 		if n, isNum := raw.(json.Number); isNum {
@@ -233,7 +234,7 @@ func normalizeString(f flag, raw any) (any, error) {
 	return nil, fmt.Errorf("must be a string, got %s", describe(raw))
 }
 
-func normalizeList(f flag, raw any) (any, error) {
+func normalizeList(f k3sflags.Flag, raw any) (any, error) {
 	var items []string
 	switch t := raw.(type) {
 	case []any:

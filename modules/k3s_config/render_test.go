@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"github.com/gitops-k3s-flux/k3s_flux/internal/k3sflags"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -122,14 +123,6 @@ func TestRenderErrors(t *testing.T) {
 			assert.Contains(t, err.Error(), tc.want)
 		})
 	}
-}
-
-func TestFlagTable(t *testing.T) {
-	require.Len(t, k3sFlags, 173-48, "every flag row of k3s-flags.tsv is read")
-	assert.Equal(t, flag{Name: "node-ip", Type: flagStringSlice, Server: true, Agent: true, Alias: "i", SplitsCommas: true}, k3sFlags["node-ip"])
-	assert.Equal(t, flag{Name: "disable-apiserver-lb", Type: flagBool, Agent: true}, k3sFlags["disable-apiserver-lb"])
-	assert.Equal(t, "t", k3sFlags["token"].Alias)
-	assert.False(t, k3sFlags["node-label"].SplitsCommas)
 }
 
 func TestYAMLScalarsRoundTrip(t *testing.T) {
