@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"github.com/gitops-k3s-flux/k3s_flux/internal/k3sflags"
 	"path/filepath"
 	"strconv"
 	"strings"
