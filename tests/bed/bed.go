@@ -45,6 +45,7 @@ type Bed struct {
 	Registry   *Registry
 	Hosts      *testhosts.Bed
 	Flux       *Flux // nil unless Options.Flux
+	K3s        *K3s  // the k3s stand-in's install script and binary
 
 	cp *controlPlane
 }
@@ -92,6 +93,9 @@ func Up(ctx context.Context, opts Options) (b *Bed, err error) {
 	if err := b.Registry.pushCharts(chartDir(), filepath.Join(toolDir("flux-operator", "FLUX_OPERATOR_VERSION"), "crd", "bases"), filepath.Join(opts.Dir, "charts")); err != nil {
 		return b, fmt.Errorf("push test charts: %w", err)
 	}
+	if b.K3s, err = startK3s(ctx, filepath.Join(opts.Dir, "k3s"), hosts.BridgeAddr, b.APIServer, filepath.Join(opts.Dir, "cluster", "pki")); err != nil {
+		return b, err
+	}
 	if opts.Flux {
 		if b.Flux, err = startFlux(ctx, b, filepath.Join(opts.Dir, "flux")); err != nil {
 			return b, fmt.Errorf("start Flux: %w", err)
@@ -128,6 +132,9 @@ func (b *Bed) Down() error {
 	}
 	if b.Registry != nil {
 		b.Registry.stop()
+	}
+	if b.K3s != nil {
+		b.K3s.stop()
 	}
 	if b.cp != nil {
 		b.cp.stop()

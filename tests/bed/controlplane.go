@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"github.com/gitops-k3s-flux/k3s_flux/tests/pki"
 	"net"
 	"net/http"
 	"os"
@@ -28,7 +29,7 @@ type controlPlane struct {
 	dir        string
 	addr       string // the address kube-apiserver binds: the test bridge
 	kubeconfig string
-	ca         *CA
+	ca         *pki.CA
 	procs      []*Process
 }
 
@@ -56,14 +57,14 @@ func startControlPlane(ctx context.Context, dir, addr string, hostIPs []net.IP) 
 			return cp, err
 		}
 	}
-	pki := filepath.Join(dir, "pki")
+	pkiDir := filepath.Join(dir, "pki")
 	ips := append([]net.IP{net.ParseIP("127.0.0.1"), net.ParseIP(addr), net.ParseIP("10.43.0.1")}, hostIPs...)
-	if cp.ca, err = writePKI(pki, []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"}, ips); err != nil {
+	if cp.ca, err = pki.Write(pkiDir, []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"}, ips); err != nil {
 		return cp, err
 	}
 	server := fmt.Sprintf("https://%s:%d", addr, APIServerPort)
 	cp.kubeconfig = filepath.Join(dir, "kubeconfig")
-	if err := writeKubeconfig(cp.kubeconfig, server, "testbed", pki); err != nil {
+	if err := writeKubeconfig(cp.kubeconfig, server, "testbed", pkiDir); err != nil {
 		return cp, err
 	}
 	logs := filepath.Join(dir, "logs")
@@ -91,13 +92,13 @@ func startControlPlane(ctx context.Context, dir, addr string, hostIPs []net.IP) 
 	}
 	cp.procs = append(cp.procs, etcd)
 
-	p := func(name string) string { return filepath.Join(pki, name) }
+	p := func(name string) string { return filepath.Join(pkiDir, name) }
 	apiserver, err := startProcess("kube-apiserver", filepath.Join(logs, "kube-apiserver.log"), nil, false, bins["kube-apiserver"],
 		"--etcd-servers="+etcdURL,
 		"--bind-address="+addr, "--advertise-address="+addr, "--secure-port="+strconv.Itoa(APIServerPort),
-		"--tls-cert-file="+p(servingCertFile), "--tls-private-key-file="+p(servingKeyFile),
-		"--client-ca-file="+p(caCertFile),
-		"--service-account-key-file="+p(saPubFile), "--service-account-signing-key-file="+p(saKeyFile),
+		"--tls-cert-file="+p(pki.ServingCertFile), "--tls-private-key-file="+p(pki.ServingKeyFile),
+		"--client-ca-file="+p(pki.CACertFile),
+		"--service-account-key-file="+p(pki.SAPubFile), "--service-account-signing-key-file="+p(pki.SAKeyFile),
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 		"--service-cluster-ip-range="+ServiceCIDR,
 		"--authorization-mode=RBAC", "--allow-privileged=true",
@@ -118,7 +119,7 @@ func startControlPlane(ctx context.Context, dir, addr string, hostIPs []net.IP) 
 
 	kcm, err := startProcess("kube-controller-manager", filepath.Join(logs, "kube-controller-manager.log"), nil, true, bins["kube-controller-manager"],
 		"--kubeconfig="+cp.kubeconfig, "--leader-elect=false", "--bind-address=127.0.0.1", "--secure-port=0",
-		"--controllers=*", "--service-account-private-key-file="+p(saKeyFile), "--root-ca-file="+p(caCertFile),
+		"--controllers=*", "--service-account-private-key-file="+p(pki.SAKeyFile), "--root-ca-file="+p(pki.CACertFile),
 		"--use-service-account-credentials=false", "--service-cluster-ip-range="+ServiceCIDR)
 	if err != nil {
 		return cp, err
@@ -188,12 +189,12 @@ func (cp *controlPlane) get(path string) error {
 	return nil
 }
 
-func adminHTTPClient(pki string) (*http.Client, error) {
-	cert, err := tls.LoadX509KeyPair(filepath.Join(pki, adminCertFile), filepath.Join(pki, adminKeyFile))
+func adminHTTPClient(pkiDir string) (*http.Client, error) {
+	cert, err := tls.LoadX509KeyPair(filepath.Join(pkiDir, pki.AdminCertFile), filepath.Join(pkiDir, pki.AdminKeyFile))
 	if err != nil {
 		return nil, fmt.Errorf("load admin certificate: %w", err)
 	}
-	caPEM, err := os.ReadFile(filepath.Join(pki, caCertFile))
+	caPEM, err := os.ReadFile(filepath.Join(pkiDir, pki.CACertFile))
 	if err != nil {
 		return nil, err
 	}
@@ -205,20 +206,20 @@ func adminHTTPClient(pki string) (*http.Client, error) {
 }
 
 // writeKubeconfig writes an admin kubeconfig with embedded credentials.
-func writeKubeconfig(path, server, name, pki string) error {
+func writeKubeconfig(path, server, name, pkiDir string) error {
 	read := func(f string) (string, error) {
-		data, err := os.ReadFile(filepath.Join(pki, f))
-		return b64(data), err
+		data, err := os.ReadFile(filepath.Join(pkiDir, f))
+		return pki.B64(data), err
 	}
-	ca, err := read(caCertFile)
+	ca, err := read(pki.CACertFile)
 	if err != nil {
 		return err
 	}
-	cert, err := read(adminCertFile)
+	cert, err := read(pki.AdminCertFile)
 	if err != nil {
 		return err
 	}
-	key, err := read(adminKeyFile)
+	key, err := read(pki.AdminKeyFile)
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,7 @@
-package bed
+// Package pki is the test bed's certificate authority and the files the API
+// server and its clients use; the k3s stand-in signs certificates with it,
+// as k3s does with its own CA.
+package pki
 
 import (
 	"crypto/ecdsa"
@@ -26,16 +29,16 @@ type CA struct {
 	CertPEM []byte
 }
 
-// PKI file names in the bed's pki directory.
+// File names in a pki directory.
 const (
-	caCertFile      = "ca.crt"
-	caKeyFile       = "ca.key"
-	servingCertFile = "apiserver.crt"
-	servingKeyFile  = "apiserver.key"
-	adminCertFile   = "admin.crt"
-	adminKeyFile    = "admin.key"
-	saKeyFile       = "sa.key"
-	saPubFile       = "sa.pub"
+	CACertFile      = "ca.crt"
+	CAKeyFile       = "ca.key"
+	ServingCertFile = "apiserver.crt"
+	ServingKeyFile  = "apiserver.key"
+	AdminCertFile   = "admin.crt"
+	AdminKeyFile    = "admin.key"
+	SAKeyFile       = "sa.key"
+	SAPubFile       = "sa.pub"
 )
 
 func newCA() (*CA, error) {
@@ -65,11 +68,11 @@ func newCA() (*CA, error) {
 
 // LoadCA reads the CA from a pki directory.
 func LoadCA(dir string) (*CA, error) {
-	certPEM, err := os.ReadFile(filepath.Join(dir, caCertFile))
+	certPEM, err := os.ReadFile(filepath.Join(dir, CACertFile))
 	if err != nil {
 		return nil, fmt.Errorf("read CA: %w", err)
 	}
-	keyPEM, err := os.ReadFile(filepath.Join(dir, caKeyFile))
+	keyPEM, err := os.ReadFile(filepath.Join(dir, CAKeyFile))
 	if err != nil {
 		return nil, fmt.Errorf("read CA key: %w", err)
 	}
@@ -126,9 +129,9 @@ func serial() *big.Int {
 	return n
 }
 
-// writePKI creates the CA, the API server's serving certificate, the admin
+// Write creates the CA, the API server's serving certificate, the admin
 // client certificate and the service-account key pair in dir.
-func writePKI(dir string, sans []string, ips []net.IP) (*CA, error) {
+func Write(dir string, sans []string, ips []net.IP) (*CA, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
@@ -141,14 +144,14 @@ func writePKI(dir string, sans []string, ips []net.IP) (*CA, error) {
 		return nil, err
 	}
 	files := map[string][]byte{
-		caCertFile: ca.CertPEM,
-		caKeyFile:  pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
+		CACertFile: ca.CertPEM,
+		CAKeyFile:  pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
 	}
-	files[servingCertFile], files[servingKeyFile], err = ca.Issue("kube-apiserver", nil, sans, ips)
+	files[ServingCertFile], files[ServingKeyFile], err = ca.Issue("kube-apiserver", nil, sans, ips)
 	if err != nil {
 		return nil, err
 	}
-	files[adminCertFile], files[adminKeyFile], err = ca.Issue("testbed-admin", []string{"system:masters"}, nil, nil)
+	files[AdminCertFile], files[AdminKeyFile], err = ca.Issue("testbed-admin", []string{"system:masters"}, nil, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -160,8 +163,8 @@ func writePKI(dir string, sans []string, ips []net.IP) (*CA, error) {
 	if err != nil {
 		return nil, err
 	}
-	files[saKeyFile] = pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(sa)})
-	files[saPubFile] = pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub})
+	files[SAKeyFile] = pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(sa)})
+	files[SAPubFile] = pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub})
 	for name, data := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
 			return nil, fmt.Errorf("write %s: %w", name, err)
@@ -182,7 +185,7 @@ func WriteServingCert(pkiDir string, ca *CA, sans []string, ips []net.IP) error 
 	for _, f := range []struct {
 		name string
 		data []byte
-	}{{servingKeyFile, key}, {servingCertFile, cert}} {
+	}{{ServingKeyFile, key}, {ServingCertFile, cert}} {
 		path := filepath.Join(pkiDir, f.name)
 		if err := os.WriteFile(path+".tmp", f.data, 0o600); err != nil {
 			return err
@@ -194,4 +197,4 @@ func WriteServingCert(pkiDir string, ca *CA, sans []string, ips []net.IP) error 
 	return nil
 }
 
-func b64(data []byte) string { return base64.StdEncoding.EncodeToString(data) }
+func B64(data []byte) string { return base64.StdEncoding.EncodeToString(data) }

@@ -1,0 +1,100 @@
+package bed
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+)
+
+// K3sVersion is the version the k3s stand-in reports unless install.sh is
+// given INSTALL_K3S_VERSION.
+const K3sVersion = "v1.36.2+k3s1"
+
+// K3s serves the k3s stand-in the way get.k3s.io and GitHub releases serve
+// k3s: an install script and a binary, over HTTP on the test network so
+// the SSH test hosts can fetch them.
+type K3s struct {
+	// InstallURL is the install script (the stand-in for https://get.k3s.io);
+	// BinaryURL and BinarySHA256 the binary it downloads.
+	InstallURL   string
+	BinaryURL    string
+	BinarySHA256 string
+	// Binary and Script are the same files on disk, for airgap installs.
+	Binary string
+	Script string
+	server *http.Server
+}
+
+// standinDir is tests/k3sstandin in this source tree.
+func standinDir() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "k3sstandin")
+}
+
+// startK3s builds the stand-in for this bed (its path to the bed's
+// description is compiled in) and serves it on addr.
+func startK3s(ctx context.Context, dir, addr, apiServer, pkiDir string) (*K3s, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	bedFile := filepath.Join(dir, "bed.json")
+	raw, _ := json.Marshal(map[string]string{"api_server": apiServer, "pki_dir": pkiDir})
+	if err := os.WriteFile(bedFile, raw, 0o644); err != nil {
+		return nil, err
+	}
+	k := &K3s{Binary: filepath.Join(dir, "k3s"), Script: filepath.Join(dir, "install.sh")}
+	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", k.Binary, "-ldflags", "-s -w -X main.bedFile="+bedFile, ".")
+	build.Dir = standinDir()
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("build the k3s stand-in: %w: %s", err, out)
+	}
+	bin, err := os.ReadFile(k.Binary)
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(bin)
+	k.BinarySHA256 = hex.EncodeToString(sum[:])
+
+	l, err := net.Listen("tcp", net.JoinHostPort(addr, "0"))
+	if err != nil {
+		return nil, fmt.Errorf("listen for the k3s downloads: %w", err)
+	}
+	base := "http://" + l.Addr().String()
+	k.InstallURL, k.BinaryURL = base+"/install.sh", base+"/k3s"
+	script, err := os.ReadFile(filepath.Join(standinDir(), "install.sh"))
+	if err != nil {
+		return nil, err
+	}
+	shim, err := os.ReadFile(filepath.Join(standinDir(), "systemctl.sh"))
+	if err != nil {
+		return nil, err
+	}
+	rendered := strings.NewReplacer("@DOWNLOAD_URL@", k.BinaryURL, "@SHA256@", k.BinarySHA256,
+		"@DEFAULT_VERSION@", K3sVersion, "@SYSTEMCTL@", strings.TrimRight(string(shim), "\n")).Replace(string(script))
+	if err := os.WriteFile(k.Script, []byte(rendered), 0o755); err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/install.sh", func(w http.ResponseWriter, r *http.Request) { http.ServeFile(w, r, k.Script) })
+	mux.HandleFunc("/k3s", func(w http.ResponseWriter, r *http.Request) { http.ServeFile(w, r, k.Binary) })
+	k.server = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = k.server.Serve(l) }()
+	return k, nil
+}
+
+func (k *K3s) stop() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = k.server.Shutdown(ctx)
+}

@@ -1,0 +1,68 @@
+#!/bin/sh
+# Test bed stand-in for https://get.k3s.io: installs the k3s stand-in the way
+# the real installer installs k3s, and starts it as a "service".
+#   INSTALL_K3S_VERSION   version to report (k3s --version); default @DEFAULT_VERSION@
+#   INSTALL_K3S_EXEC      "server ..." or "agent ..." plus flags; default server (agent when K3S_URL is set)
+#   K3S_URL, K3S_TOKEN    join an existing server (as the real installer)
+#   INSTALL_K3S_SKIP_DOWNLOAD=true   use the binary already at /usr/local/bin/k3s (airgap)
+#   INSTALL_K3S_SKIP_START=true      install only
+# The real installer writes a systemd unit; the test hosts have no systemd, so
+# this one installs /usr/local/bin/systemctl, a stand-in that starts and
+# stops k3s from the unit's recorded command line.
+set -eu
+BIN_DIR=/usr/local/bin
+STATE=/var/lib/rancher/k3s/standin
+DOWNLOAD_URL="@DOWNLOAD_URL@"
+SHA256="@SHA256@"
+
+info() { echo "[INFO]  $*"; }
+fatal() { echo "[ERROR] $*" >&2; exit 1; }
+
+version="${INSTALL_K3S_VERSION:-@DEFAULT_VERSION@}"
+cmd="${INSTALL_K3S_EXEC:-}"
+case "$cmd" in
+  server*|agent*) ;;
+  "") if [ -n "${K3S_URL:-}" ]; then cmd=agent; else cmd=server; fi ;;
+  *) if [ -n "${K3S_URL:-}" ]; then cmd="agent $cmd"; else cmd="server $cmd"; fi ;;
+esac
+[ -n "${K3S_URL:-}" ] && cmd="$cmd --server ${K3S_URL}"
+[ -n "${K3S_TOKEN:-}" ] && cmd="$cmd --token ${K3S_TOKEN}"
+case "$cmd" in agent*) service=k3s-agent ;; *) service=k3s ;; esac
+
+mkdir -p "$BIN_DIR" "$STATE"
+chmod 700 "$STATE"
+if [ "${INSTALL_K3S_SKIP_DOWNLOAD:-false}" != true ]; then
+  info "Downloading k3s ${version} (test bed stand-in)"
+  tmp="$(mktemp)"
+  if command -v curl >/dev/null 2>&1; then curl -sfL -o "$tmp" "$DOWNLOAD_URL"; else wget -qO "$tmp" "$DOWNLOAD_URL"; fi
+  echo "$SHA256  $tmp" | sha256sum -c - >/dev/null || fatal "Download sha256 does not match"
+  chmod 755 "$tmp"
+  mv -f "$tmp" "$BIN_DIR/k3s"
+fi
+[ -x "$BIN_DIR/k3s" ] || fatal "no k3s binary at $BIN_DIR/k3s"
+printf '%s\n' "$version" >"$STATE/version"
+
+# The "unit": the command line, 0600 since it may hold the token.
+umask 077
+printf '%s\n' "$cmd" >"$STATE/$service.exec"
+umask 022
+
+cat >"$BIN_DIR/systemctl" <<'SHIM'
+@SYSTEMCTL@
+SHIM
+chmod 755 "$BIN_DIR/systemctl"
+
+cat >"$BIN_DIR/$service-uninstall.sh" <<UNINSTALL
+#!/bin/sh
+set -e
+$BIN_DIR/systemctl stop $service || true
+rm -rf /etc/rancher/k3s /var/lib/rancher/k3s "$BIN_DIR/k3s" "$BIN_DIR/systemctl" "$BIN_DIR/$service-uninstall.sh"
+UNINSTALL
+chmod 755 "$BIN_DIR/$service-uninstall.sh"
+
+if [ "${INSTALL_K3S_SKIP_START:-false}" = true ]; then
+  info "Skipping start of $service"
+  exit 0
+fi
+info "Starting $service"
+"$BIN_DIR/systemctl" restart "$service"

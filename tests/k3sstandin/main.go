@@ -1,0 +1,161 @@
+// Command k3s is the test bed's stand-in for the k3s binary, which cannot
+// run here (no systemd, no container runtime). It is installed the way the
+// real installer installs k3s (install.sh) and behaves as k3s does where
+// this collection can see it:
+//
+//   - `k3s server` / `k3s agent` read /etc/rancher/k3s/config.yaml and its
+//     config.yaml.d drop-ins with k3s's rules (drop-ins in order, "key+"
+//     appends; a server warns about and drops unknown keys, an agent fails
+//     on them) and record each invocation;
+//   - a server writes the node-token and /etc/rancher/k3s/k3s.yaml
+//     (server https://127.0.0.1:6443), adds its addresses and tls-san to
+//     the API server's serving certificate, and makes the test bed's real
+//     kube-apiserver answer on 127.0.0.1:6443 and <its address>:6443;
+//   - an agent joins only with the right token and a reachable server;
+//   - both register their Node with the names, labels, taints and
+//     addresses from their config; kwok then plays the kubelet.
+//
+// `k3s --version` prints the version install.sh was asked to install.
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// bedFile is set at build time (-X main.bedFile=...): the test bed's
+// description of its API server and CA.
+var bedFile = "/etc/k3s-standin/bed.json"
+
+// bedInfo is what the stand-in needs from the test bed.
+type bedInfo struct {
+	APIServer string `json:"api_server"` // https://<bridge>:6443
+	PKIDir    string `json:"pki_dir"`
+}
+
+const (
+	defaultConfig  = "/etc/rancher/k3s/config.yaml"
+	defaultDataDir = "/var/lib/rancher/k3s"
+	standinDir     = "/var/lib/rancher/k3s/standin"
+	defaultVersion = "v1.36.2+k3s1"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		// k3s logs fatal errors this way before exiting 1.
+		fmt.Fprintf(os.Stderr, "time=%q level=fatal msg=%q\n", time.Now().Format(time.RFC3339), "Error: "+err.Error())
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	if len(args) == 0 {
+		return fmt.Errorf("usage: k3s server|agent [flags] | --version")
+	}
+	switch args[0] {
+	case "--version", "-v", "version":
+		fmt.Printf("k3s version %s (standin)\ngo version go1.26\n", installedVersion())
+		return nil
+	case "server", "agent":
+	default:
+		return fmt.Errorf("the k3s stand-in supports server, agent and --version, not %q", args[0])
+	}
+	role := args[0]
+	configPath := os.Getenv("K3S_CONFIG_FILE")
+	for i, a := range args[1:] {
+		if v, ok := strings.CutPrefix(a, "--config="); ok {
+			configPath = v
+		} else if (a == "--config" || a == "-c") && i+2 < len(args) {
+			configPath = args[i+2]
+		}
+	}
+	if configPath == "" {
+		configPath = defaultConfig
+	}
+	entries, _, err := loadConfig(configPath)
+	if err != nil {
+		return err
+	}
+	cfgArgs, warnings := configArgs(role, entries)
+	for _, w := range warnings {
+		fmt.Fprintf(os.Stderr, "time=%q level=warning msg=%q\n", time.Now().Format(time.RFC3339), w)
+	}
+	all := append(append([]string{}, cfgArgs...), withoutConfigFlag(args[1:])...)
+	s, parseErr := parseArgs(role, all)
+	record(role, args[1:], cfgArgs, warnings, parseErr)
+	if parseErr != nil {
+		return parseErr
+	}
+	bed, err := readBed()
+	if err != nil {
+		return err
+	}
+	if role == "server" {
+		return runServer(s, bed)
+	}
+	return runAgent(s, bed)
+}
+
+func withoutConfigFlag(args []string) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		switch {
+		case strings.HasPrefix(args[i], "--config="):
+		case args[i] == "--config" || args[i] == "-c":
+			i++
+		default:
+			out = append(out, args[i])
+		}
+	}
+	return out
+}
+
+func readBed() (bedInfo, error) {
+	var b bedInfo
+	raw, err := os.ReadFile(bedFile)
+	if err != nil {
+		return b, fmt.Errorf("k3s stand-in: read test bed description: %w", err)
+	}
+	return b, json.Unmarshal(raw, &b)
+}
+
+func installedVersion() string {
+	if v, err := os.ReadFile(filepath.Join(standinDir, "version")); err == nil && strings.TrimSpace(string(v)) != "" {
+		return strings.TrimSpace(string(v))
+	}
+	return defaultVersion
+}
+
+// record appends what the stand-in was asked to do to its invocation log,
+// with every token value masked.
+func record(role string, cli, fromConfig, warnings []string, parseErr error) {
+	mask := func(args []string) []string {
+		out := make([]string, len(args))
+		for i, a := range args {
+			out[i] = a
+			for _, secret := range []string{"--token=", "-t=", "--agent-token="} {
+				if strings.HasPrefix(a, secret) {
+					out[i] = secret + "********"
+				}
+			}
+		}
+		return out
+	}
+	line := map[string]any{"time": time.Now().Format(time.RFC3339Nano), "command": role,
+		"args": mask(cli), "config_args": mask(fromConfig), "warnings": warnings}
+	if parseErr != nil {
+		line["error"] = parseErr.Error()
+	}
+	raw, _ := json.Marshal(line)
+	_ = os.MkdirAll(standinDir, 0o700)
+	f, err := os.OpenFile(filepath.Join(standinDir, "invocations.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	_, _ = f.Write(append(raw, '\n'))
+}

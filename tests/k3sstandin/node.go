@@ -1,0 +1,188 @@
+package main
+
+import (
+	"bytes"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/gitops-k3s-flux/k3s_flux/tests/pki"
+)
+
+// kwokAnnotation hands the Node to kwok, which plays its kubelet.
+const kwokAnnotation = "kwok.x-k8s.io/node"
+
+// nodeName is node-name, else the hostname, with a suffix when
+// with-node-id is set, as k3s names nodes.
+func nodeName(s settings) (string, error) {
+	name := s.str("node-name", "")
+	if name == "" {
+		h, err := os.Hostname()
+		if err != nil {
+			return "", err
+		}
+		name = h
+	}
+	if s.bool("with-node-id") {
+		id, err := os.ReadFile(filepath.Join(standinDir, "node-id"))
+		if err != nil {
+			b := make([]byte, 4)
+			_, _ = io.ReadFull(randReader, b)
+			id = []byte(fmt.Sprintf("%x", b))
+			_ = os.WriteFile(filepath.Join(standinDir, "node-id"), id, 0o600)
+		}
+		name += "-" + strings.TrimSpace(string(id))
+	}
+	return strings.ToLower(name), nil
+}
+
+// nodeAddress is the first node-ip, else the host's first IPv4 address.
+func nodeAddress(s settings) (string, error) {
+	if ips := s["node-ip"]; len(ips) > 0 {
+		return ips[0], nil
+	}
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return "", err
+	}
+	for _, a := range addrs {
+		if ipn, ok := a.(*net.IPNet); ok && !ipn.IP.IsLoopback() && ipn.IP.To4() != nil {
+			return ipn.IP.String(), nil
+		}
+	}
+	return "", errors.New("no IPv4 address on this host")
+}
+
+// registerNode creates the Node or, on a restart, updates its labels,
+// taints and addresses to what the config now says.
+func registerNode(s settings, bed bedInfo, role, name, addr string) error {
+	labels := map[string]string{
+		"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
+		"beta.kubernetes.io/os": "linux", "beta.kubernetes.io/arch": "amd64",
+		"node.kubernetes.io/instance-type": "k3s", "k3s.io/hostname": name, "k3s.io/internal-ip": addr,
+	}
+	if role == "server" {
+		labels["node-role.kubernetes.io/control-plane"] = "true"
+		labels["node-role.kubernetes.io/master"] = "true"
+		if s.bool("cluster-init") || s.str("server", "") != "" {
+			labels["node-role.kubernetes.io/etcd"] = "true"
+		}
+	}
+	for _, l := range s["node-label"] {
+		k, v, _ := strings.Cut(l, "=")
+		labels[k] = v
+	}
+	taints := []map[string]string{}
+	for _, t := range s["node-taint"] {
+		kv, effect, _ := strings.Cut(t, ":")
+		k, v, _ := strings.Cut(kv, "=")
+		taints = append(taints, map[string]string{"key": k, "value": v, "effect": effect})
+	}
+	addresses := []map[string]string{{"type": "InternalIP", "address": addr}, {"type": "Hostname", "address": name}}
+	for _, ip := range s["node-external-ip"] {
+		addresses = append(addresses, map[string]string{"type": "ExternalIP", "address": ip})
+	}
+	nodeArgs, _ := json.Marshal(maskedArgs(s))
+	node := map[string]any{
+		"apiVersion": "v1", "kind": "Node",
+		"metadata": map[string]any{"name": name, "labels": labels, "annotations": map[string]string{
+			kwokAnnotation: "fake", "k3s.io/node-args": string(nodeArgs), "k3s.io/standin": "true",
+		}},
+		"spec": map[string]any{"taints": taints},
+	}
+	client, err := apiClient(bed)
+	if err != nil {
+		return err
+	}
+	status, _, err := client.do("GET", "/api/v1/nodes/"+name, nil, "")
+	if err != nil {
+		return err
+	}
+	if status == http.StatusNotFound {
+		if _, body, err := client.do("POST", "/api/v1/nodes", node, "application/json"); err != nil {
+			return fmt.Errorf("register node %s: %w: %s", name, err, body)
+		}
+	} else if _, body, err := client.do("PATCH", "/api/v1/nodes/"+name, node, "application/merge-patch+json"); err != nil {
+		return fmt.Errorf("update node %s: %w: %s", name, err, body)
+	}
+	patch := map[string]any{"status": map[string]any{"addresses": addresses}}
+	if _, body, err := client.do("PATCH", "/api/v1/nodes/"+name+"/status", patch, "application/merge-patch+json"); err != nil {
+		return fmt.Errorf("set addresses of node %s: %w: %s", name, err, body)
+	}
+	return nil
+}
+
+// maskedArgs is the k3s.io/node-args annotation: the flags, tokens masked.
+func maskedArgs(s settings) []string {
+	var out []string
+	for k, vals := range s {
+		for _, v := range vals {
+			if k == "token" || k == "agent-token" {
+				v = "********"
+			}
+			out = append(out, "--"+k, v)
+		}
+	}
+	return out
+}
+
+type apiClientT struct {
+	base string
+	http *http.Client
+}
+
+// apiClient talks to the test bed's API server with the admin certificate.
+func apiClient(bed bedInfo) (*apiClientT, error) {
+	cert, err := tls.LoadX509KeyPair(filepath.Join(bed.PKIDir, pki.AdminCertFile), filepath.Join(bed.PKIDir, pki.AdminKeyFile))
+	if err != nil {
+		return nil, fmt.Errorf("load admin certificate: %w", err)
+	}
+	caPEM, err := os.ReadFile(filepath.Join(bed.PKIDir, pki.CACertFile))
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(caPEM)
+	return &apiClientT{base: bed.APIServer, http: &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: pool},
+	}}}, nil
+}
+
+// do sends a request; err is set for transport errors and statuses >= 400
+// other than 404.
+func (c *apiClientT) do(method, path string, body any, contentType string) (int, string, error) {
+	var r io.Reader
+	if body != nil {
+		raw, err := json.Marshal(body)
+		if err != nil {
+			return 0, "", err
+		}
+		r = bytes.NewReader(raw)
+	}
+	req, err := http.NewRequest(method, c.base+path, r)
+	if err != nil {
+		return 0, "", err
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode >= 400 && resp.StatusCode != http.StatusNotFound {
+		return resp.StatusCode, string(out), fmt.Errorf("%s %s: %s", method, path, resp.Status)
+	}
+	return resp.StatusCode, string(out), nil
+}
