@@ -56,6 +56,13 @@ func runServer(s settings, bed bedInfo) error {
 	if err := writeKubeconfig(s, bed, ca); err != nil {
 		return err
 	}
+	tlsDir := filepath.Join(dataDir, "server", "tls")
+	if err := os.MkdirAll(tlsDir, 0o700); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(tlsDir, "server-ca.crt"), ca.CertPEM, 0o644); err != nil {
+		return err
+	}
 	port := s.str("https-listen-port", "6443")
 	sup, err := supervisorTLS(ca, token, bed)
 	if err != nil {

@@ -1,0 +1,157 @@
+//go:build integration
+
+package bed_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/gitops-k3s-flux/k3s_flux/tests/bed"
+)
+
+// TestK3sStandIn installs the stand-in on SSH test hosts as the real
+// installer would be used, and checks what k3s would do.
+func TestK3sStandIn(t *testing.T) {
+	b := bed.Start(t, bed.Options{Name: "k3sfk", Subnet: "10.213.3", Controllers: 1, Workers: 1})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	kc, _, err := b.Clients()
+	require.NoError(t, err)
+	server, agent := b.Hosts.Host("node1"), b.Hosts.Host("node2")
+	const token = "standin-cluster-secret"
+
+	writeConfig := func(h interface{ Exec(string) (string, error) }, content string) {
+		_, err := h.Exec("mkdir -p /etc/rancher/k3s && cat > /etc/rancher/k3s/config.yaml <<'EOF'\n" + content + "EOF")
+		require.NoError(t, err)
+	}
+	install := func(h interface{ Exec(string) (string, error) }, env string) (string, error) {
+		return h.Exec(fmt.Sprintf("curl -sfL %s | %s INSTALL_K3S_VERSION=v1.36.2+k3s1 sh -", b.K3s.InstallURL, env))
+	}
+
+	t.Run("server installs, writes its files and registers its node", func(t *testing.T) {
+		writeConfig(server, "token: "+token+"\ncluster-init: true\ntls-san:\n  - k8s.test\nnode-label:\n  - zone=a\nnot-a-flag: 1\n")
+		out, err := install(server, "")
+		require.NoError(t, err, out)
+		version, err := server.Exec("k3s --version")
+		require.NoError(t, err)
+		assert.Contains(t, version, "k3s version v1.36.2+k3s1")
+		nodeToken, err := server.Exec("cat /var/lib/rancher/k3s/server/node-token")
+		require.NoError(t, err)
+		assert.Regexp(t, `^K10[0-9a-f]{64}::server:`+token+"\n$", nodeToken)
+		mode, err := server.Exec("stat -c %a /etc/rancher/k3s/k3s.yaml")
+		require.NoError(t, err)
+		assert.Equal(t, "600\n", mode)
+		log, err := server.Exec("cat /var/lib/rancher/k3s/standin/invocations.log")
+		require.NoError(t, err)
+		assert.Contains(t, log, "Unknown flag --not-a-flag found in config.yaml, skipping")
+		assert.NotContains(t, log, token, "the invocation log masks the token")
+		_, err = server.Exec("ls /etc/rancher/k3s/k3s.yaml")
+		require.NoError(t, err)
+		require.NoError(t, waitNodeReady(ctx, kc, "node1"))
+		n, err := kc.CoreV1().Nodes().Get(ctx, "node1", metav1.GetOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, "a", n.Labels["zone"])
+		assert.Equal(t, "true", n.Labels["node-role.kubernetes.io/control-plane"])
+		assert.Equal(t, "true", n.Labels["node-role.kubernetes.io/etcd"])
+		assert.Contains(t, n.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: server.Addr})
+	})
+
+	t.Run("k3s.yaml works inside the host and, rewritten, from the controller with TLS verification", func(t *testing.T) {
+		kubeconfig, err := server.Exec("cat /etc/rancher/k3s/k3s.yaml")
+		require.NoError(t, err)
+		assert.Contains(t, kubeconfig, "server: https://127.0.0.1:6443")
+		for _, endpoint := range []string{"https://" + server.Addr + ":6443", "https://k8s.test:6443"} {
+			cfg, err := clientcmd.RESTConfigFromKubeConfig([]byte(strings.Replace(kubeconfig, "https://127.0.0.1:6443", endpoint, 1)))
+			require.NoError(t, err)
+			if strings.Contains(endpoint, "k8s.test") {
+				cfg.Host = "https://" + server.Addr + ":6443"
+				cfg.TLSClientConfig.ServerName = "k8s.test" // the tls-san entry
+			}
+			client, err := kubernetes.NewForConfig(cfg)
+			require.NoError(t, err)
+			_, err = client.CoreV1().Nodes().Get(ctx, "node1", metav1.GetOptions{})
+			assert.NoError(t, err, endpoint)
+		}
+		code, err := server.Exec("curl -s -o /dev/null -w '%{http_code}' --cacert /var/lib/rancher/k3s/server/tls/server-ca.crt https://127.0.0.1:6443/version")
+		require.NoError(t, err)
+		assert.Equal(t, "200", code, "the API server answers on 127.0.0.1:6443 inside the host, TLS verified")
+	})
+
+	t.Run("an agent with a wrong token does not join", func(t *testing.T) {
+		writeConfig(agent, "server: https://"+server.Addr+":6443\ntoken: wrong-secret\n")
+		out, err := install(agent, "")
+		require.Error(t, err)
+		assert.Contains(t, out, "failed to validate connection to cluster")
+		_, err = kc.CoreV1().Nodes().Get(ctx, "node2", metav1.GetOptions{})
+		assert.Error(t, err, "no node registered")
+	})
+
+	t.Run("an agent with a server-only key does not start", func(t *testing.T) {
+		writeConfig(agent, "server: https://"+server.Addr+":6443\ntoken: "+token+"\ncluster-init: true\n")
+		out, err := install(agent, "")
+		require.Error(t, err)
+		assert.Contains(t, out, "flag provided but not defined: -cluster-init")
+	})
+
+	t.Run("an agent with an unreachable server does not join", func(t *testing.T) {
+		writeConfig(agent, "server: https://"+server.Addr+":6999\ntoken: "+token+"\n")
+		out, err := install(agent, "")
+		require.Error(t, err)
+		assert.Contains(t, out, "failed to get CA certs")
+	})
+
+	t.Run("an agent joins with the node-token and its labels and taints", func(t *testing.T) {
+		nodeToken, err := server.Exec("cat /var/lib/rancher/k3s/server/node-token")
+		require.NoError(t, err)
+		writeConfig(agent, "server: https://"+server.Addr+":6443\ntoken: "+strings.TrimSpace(nodeToken)+
+			"\nnode-label:\n  - disk=ssd\nnode-taint:\n  - dedicated=storage:NoSchedule\n")
+		out, err := install(agent, "")
+		require.NoError(t, err, out)
+		require.NoError(t, waitNodeReady(ctx, kc, "node2"))
+		n, err := kc.CoreV1().Nodes().Get(ctx, "node2", metav1.GetOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, "ssd", n.Labels["disk"])
+		assert.Contains(t, n.Spec.Taints, corev1.Taint{Key: "dedicated", Value: "storage", Effect: corev1.TaintEffectNoSchedule})
+		assert.NotContains(t, n.Labels, "node-role.kubernetes.io/control-plane")
+	})
+
+	t.Run("a restart applies changed labels", func(t *testing.T) {
+		_, err := agent.Exec("sed -i 's/disk=ssd/disk=nvme/' /etc/rancher/k3s/config.yaml && systemctl restart k3s-agent")
+		require.NoError(t, err)
+		require.Eventually(t, func() bool {
+			n, err := kc.CoreV1().Nodes().Get(ctx, "node2", metav1.GetOptions{})
+			return err == nil && n.Labels["disk"] == "nvme"
+		}, 30*time.Second, 200*time.Millisecond)
+		active, err := agent.Exec("systemctl is-active k3s-agent")
+		require.NoError(t, err)
+		assert.Equal(t, "active\n", active)
+	})
+}
+
+func waitNodeReady(ctx context.Context, kc kubernetes.Interface, name string) error {
+	for {
+		n, err := kc.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err == nil {
+			for _, c := range n.Status.Conditions {
+				if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+					return nil
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("node %s not Ready: %w (last error %v)", name, ctx.Err(), err)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
