@@ -10,12 +10,12 @@ TARBALL := dist/gitops-k3s_flux-$(VERSION).tar.gz
 GO_BUILD := CGO_ENABLED=0 GOOS=linux go build -trimpath -ldflags "-s -w"
 # Debian packages the tests need: Ansible itself, sshd for the test hosts,
 # ip/nsenter/unshare to make them, git for the collection build.
-APT_PACKAGES := ansible-core openssh-server openssh-client iproute2 util-linux git
+APT_PACKAGES := ansible-core openssh-server openssh-client iproute2 util-linux git curl
 
-.PHONY: help build docs test test-unit test-e2e collection deps demo demo-down clean
+.PHONY: help build docs test test-unit test-integration test-e2e testbed-bin collection deps demo demo-down clean
 
 help: ## List the targets
-	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-17s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 build: $(BINARIES) ## Build the module binaries into plugins/modules/
 	@ls -l $(BINARIES) | awk '{printf "  %-40s %6.2f MB\n", $$9, $$5/1048576}'
@@ -28,10 +28,16 @@ FORCE:
 docs: ## Regenerate the sidecar docs (plugins/modules/*.yml) and golden files
 	go test ./modules/... -run 'TestSidecarDocs|Golden' -update
 
-test: deps test-unit test-e2e ## Everything CI runs: installs what it needs, unit and end-to-end tests
+test: deps testbed-bin test-unit test-integration test-e2e ## Everything CI runs: installs what it needs, builds the test bed, all tests
 
 test-unit: ## Unit tests (no network, no root)
 	go test ./...
+
+test-integration: testbed-bin ## Integration tests against the test bed's real API server, registry and Flux (needs root)
+	go test -tags integration -count=1 -timeout 20m -v ./tests/bed/...
+
+testbed-bin: ## Build the test bed's binaries from the Go module proxy into ~/.cache/k3s_flux/bin (skips what is cached)
+	tests/tools/build.sh
 
 test-e2e: build ## End-to-end tests: real ansible-playbook over SSH to test hosts (needs root)
 	go test -tags e2e -count=1 -timeout 20m -v ./tests/e2e/...
@@ -47,7 +53,7 @@ deps: ## Install the Debian packages the tests need (when missing)
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
 
-demo: deps build ## Bring up the local test bed (SSH test hosts) and apply k3s_config to it
+demo: deps testbed-bin build ## Start the local test bed (SSH hosts, API server, registry, Flux) and run the example play
 	go run ./tests/testbed up
 	ANSIBLE_COLLECTIONS_PATH=$(CURDIR)/.generated/collections bash tests/demo.sh
 

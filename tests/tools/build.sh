@@ -73,16 +73,28 @@ fi
 export GOTOOLCHAIN="$TOOLS_TOOLCHAIN"
 if sel flux-operator; then
   dest="$cache/flux-operator-v$FLUX_OPERATOR_VERSION"
-  # web/embed.go embeds web/dist/*, which the published module lacks: an
-  # overlay supplies a placeholder page (the web UI is not used).
-  moddir="$(cd "$here/fluxoperator" && go mod download -json "github.com/controlplaneio-fluxcd/flux-operator@v$FLUX_OPERATOR_VERSION" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')"
-  mkdir -p "$dest"
-  printf '<!doctype html><title>flux-operator (test bed)</title>\n' >"$dest/placeholder.html"
-  printf '{"Replace":{"%s/web/dist/index.html":"%s/placeholder.html"}}\n' "$moddir" "$dest" >"$dest/overlay.json"
-  build_tool flux-operator "v$FLUX_OPERATOR_VERSION" "$here/fluxoperator" github.com/controlplaneio-fluxcd/flux-operator/cmd/operator \
-    -overlay "$dest/overlay.json" -ldflags "-s -w -X main.VERSION=$FLUX_OPERATOR_VERSION"
+  module="github.com/controlplaneio-fluxcd/flux-operator@v$FLUX_OPERATOR_VERSION"
+  if [ ! -x "$dest/flux-operator" ]; then
+    # web/embed.go embeds web/dist/*, which the published module lacks, and
+    # go build may not overlay files in the module cache: build from a copy
+    # of the module (kept in the cache, never in this repository) with a
+    # placeholder page, through a temporary go.mod that replaces it.
+    src="$dest/src"
+    rm -rf "$src"
+    copy_module_dir "$here/fluxoperator" "$module" . "$src"
+    mkdir -p "$src/web/dist"
+    printf '<!doctype html><title>flux-operator (test bed)</title>\n' >"$src/web/dist/index.html"
+    cp "$here/fluxoperator/go.mod" "$dest/build.mod"
+    cp "$here/fluxoperator/go.sum" "$dest/build.sum"
+    printf '\nreplace github.com/controlplaneio-fluxcd/flux-operator => %s\n' "$src" >>"$dest/build.mod"
+    build_tool flux-operator "v$FLUX_OPERATOR_VERSION" "$here/fluxoperator" github.com/controlplaneio-fluxcd/flux-operator/cmd/operator \
+      -modfile "$dest/build.mod" -ldflags "-s -w -X main.VERSION=$FLUX_OPERATOR_VERSION"
+    rm -rf "$src" "$dest/build.mod" "$dest/build.sum"
+  else
+    echo "cached  flux-operator v$FLUX_OPERATOR_VERSION"
+  fi
   for sub in config/crd/bases config/data; do
-    copy_module_dir "$here/fluxoperator" "github.com/controlplaneio-fluxcd/flux-operator@v$FLUX_OPERATOR_VERSION" "$sub" "$dest/${sub#config/}"
+    copy_module_dir "$here/fluxoperator" "$module" "$sub" "$dest/${sub#config/}"
   done
 fi
 sel source-controller && build_tool source-controller "v$FLUX_CONTROLLERS_VERSION" "$here/sourcecontroller" github.com/fluxcd/source-controller -mod=mod -ldflags "-s -w"
