@@ -89,7 +89,7 @@ func TestK3sStandIn(t *testing.T) {
 
 	t.Run("an agent with a wrong token does not join", func(t *testing.T) {
 		writeConfig(agent, "server: https://"+server.Addr+":6443\ntoken: wrong-secret\n")
-		out, err := install(agent, "")
+		out, err := install(agent, "INSTALL_K3S_EXEC=agent")
 		require.Error(t, err)
 		assert.Contains(t, out, "failed to validate connection to cluster")
 		_, err = kc.CoreV1().Nodes().Get(ctx, "node2", metav1.GetOptions{})
@@ -98,14 +98,14 @@ func TestK3sStandIn(t *testing.T) {
 
 	t.Run("an agent with a server-only key does not start", func(t *testing.T) {
 		writeConfig(agent, "server: https://"+server.Addr+":6443\ntoken: "+token+"\ncluster-init: true\n")
-		out, err := install(agent, "")
+		out, err := install(agent, "INSTALL_K3S_EXEC=agent")
 		require.Error(t, err)
 		assert.Contains(t, out, "flag provided but not defined: -cluster-init")
 	})
 
 	t.Run("an agent with an unreachable server does not join", func(t *testing.T) {
 		writeConfig(agent, "server: https://"+server.Addr+":6999\ntoken: "+token+"\n")
-		out, err := install(agent, "")
+		out, err := install(agent, "INSTALL_K3S_EXEC=agent")
 		require.Error(t, err)
 		assert.Contains(t, out, "failed to get CA certs")
 	})
@@ -115,7 +115,7 @@ func TestK3sStandIn(t *testing.T) {
 		require.NoError(t, err)
 		writeConfig(agent, "server: https://"+server.Addr+":6443\ntoken: "+strings.TrimSpace(nodeToken)+
 			"\nnode-label:\n  - disk=ssd\nnode-taint:\n  - dedicated=storage:NoSchedule\n")
-		out, err := install(agent, "")
+		out, err := install(agent, "INSTALL_K3S_EXEC=agent")
 		require.NoError(t, err, out)
 		require.NoError(t, waitNodeReady(ctx, kc, "node2"))
 		n, err := kc.CoreV1().Nodes().Get(ctx, "node2", metav1.GetOptions{})

@@ -98,6 +98,9 @@ func registerNode(s settings, bed bedInfo, role, name, addr string) error {
 			kwokAnnotation: "fake", "k3s.io/node-args": string(nodeArgs), "k3s.io/standin": "true",
 		}},
 		"spec": map[string]any{"taints": taints},
+		// On create the status is kept, so kwok finds the addresses
+		// already there and does not put in its own.
+		"status": map[string]any{"addresses": addresses},
 	}
 	client, err := apiClient(bed)
 	if err != nil {
