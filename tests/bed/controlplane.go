@@ -2,8 +2,6 @@ package bed
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"github.com/gitops-k3s-flux/k3s_flux/tests/pki"
 	"net"
@@ -190,19 +188,11 @@ func (cp *controlPlane) get(path string) error {
 }
 
 func adminHTTPClient(pkiDir string) (*http.Client, error) {
-	cert, err := tls.LoadX509KeyPair(filepath.Join(pkiDir, pki.AdminCertFile), filepath.Join(pkiDir, pki.AdminKeyFile))
-	if err != nil {
-		return nil, fmt.Errorf("load admin certificate: %w", err)
-	}
-	caPEM, err := os.ReadFile(filepath.Join(pkiDir, pki.CACertFile))
+	cfg, err := pki.AdminTLSConfig(pkiDir)
 	if err != nil {
 		return nil, err
 	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(caPEM)
-	return &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
-		TLSClientConfig: &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: pool},
-	}}, nil
+	return &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg}}, nil
 }
 
 // writeKubeconfig writes an admin kubeconfig with embedded credentials.

@@ -2,8 +2,6 @@ package main
 
 import (
 	"bytes"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -145,19 +143,11 @@ type apiClientT struct {
 
 // apiClient talks to the test bed's API server with the admin certificate.
 func apiClient(bed bedInfo) (*apiClientT, error) {
-	cert, err := tls.LoadX509KeyPair(filepath.Join(bed.PKIDir, pki.AdminCertFile), filepath.Join(bed.PKIDir, pki.AdminKeyFile))
-	if err != nil {
-		return nil, fmt.Errorf("load admin certificate: %w", err)
-	}
-	caPEM, err := os.ReadFile(filepath.Join(bed.PKIDir, pki.CACertFile))
+	cfg, err := pki.AdminTLSConfig(bed.PKIDir)
 	if err != nil {
 		return nil, err
 	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(caPEM)
-	return &apiClientT{base: bed.APIServer, http: &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
-		TLSClientConfig: &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: pool},
-	}}}, nil
+	return &apiClientT{base: bed.APIServer, http: &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg}}}, nil
 }
 
 // do sends a request; err is set for transport errors and statuses >= 400

@@ -8,6 +8,7 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/base64"
@@ -198,3 +199,19 @@ func WriteServingCert(pkiDir string, ca *CA, sans []string, ips []net.IP) error 
 }
 
 func B64(data []byte) string { return base64.StdEncoding.EncodeToString(data) }
+
+// AdminTLSConfig is a client TLS configuration with the admin certificate
+// of a pki directory, trusting its CA.
+func AdminTLSConfig(dir string) (*tls.Config, error) {
+	cert, err := tls.LoadX509KeyPair(filepath.Join(dir, AdminCertFile), filepath.Join(dir, AdminKeyFile))
+	if err != nil {
+		return nil, fmt.Errorf("load admin certificate: %w", err)
+	}
+	caPEM, err := os.ReadFile(filepath.Join(dir, CACertFile))
+	if err != nil {
+		return nil, fmt.Errorf("read CA: %w", err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(caPEM)
+	return &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: pool}, nil
+}

@@ -36,6 +36,7 @@ type status struct {
 	Registry   string `json:"registry"`
 	ChartRef   string `json:"chart_ref"`
 	Inventory  string `json:"inventory"`
+	K3sInstall string `json:"k3s_install_url"`
 	GitSSHURL  string `json:"git_ssh_url,omitempty"`
 	KnownHosts string `json:"git_known_hosts,omitempty"`
 	DeployKey  string `json:"git_deploy_key,omitempty"`
@@ -138,7 +139,7 @@ func serve(opts bed.Options) error {
 		err = errors.Join(err, b.AddNode(context.Background(), "testbed-node"))
 	}
 	st := status{Kubeconfig: b.Kubeconfig, APIServer: b.APIServer, Registry: b.Registry.Addr, ChartRef: b.Registry.ChartRef(),
-		Inventory: b.Hosts.Inventory, Logs: b.Dir}
+		Inventory: b.Hosts.Inventory, K3sInstall: b.K3s.InstallURL, Logs: b.Dir}
 	if b.Flux != nil {
 		st.GitSSHURL, st.KnownHosts, st.DeployKey = b.Flux.Git.SSHURL, b.Flux.Git.KnownHosts, b.Flux.Git.DeployKey
 	}
