@@ -283,3 +283,21 @@ func TestNoLogValuesHook(t *testing.T) {
 	assert.NotContains(t, raw, "hook-secret")
 	assert.Equal(t, "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER", res["invocation"].(map[string]any)["module_args"].(map[string]any)["flags"].(map[string]any)["password"])
 }
+
+func TestRequiredOneOfAndAnyOf(t *testing.T) {
+	m := &ansible.Module{Name: "demo", Spec: ansible.Spec{
+		Options: []ansible.Option{{Name: "src"}, {Name: "definition", Type: ansible.TypeDict}, {Name: "state", Default: "present"}, {Name: "a"}, {Name: "b"}},
+		RequiredOneOf: [][]string{{"src", "definition"}},
+		RequiredIf:    []ansible.RequiredIf{{Key: "state", Value: "absent", Requirements: []string{"a", "b"}, AnyOf: true}},
+	}}
+	res, code, _ := ansibletest.Run(t, m, echo, map[string]any{})
+	assert.Equal(t, 1, code)
+	assert.Equal(t, "one of the following is required: src, definition", res["msg"])
+
+	res, code, _ = ansibletest.Run(t, m, echo, map[string]any{"src": "x", "state": "absent"})
+	assert.Equal(t, 1, code)
+	assert.Equal(t, "state is absent but any of the following are missing: a, b", res["msg"])
+
+	_, code, _ = ansibletest.Run(t, m, echo, map[string]any{"src": "x", "state": "absent", "b": "1"})
+	assert.Equal(t, 0, code, "any one requirement is enough")
+}
