@@ -1,0 +1,94 @@
+package main
+
+import (
+	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible"
+	"github.com/gitops-k3s-flux/k3s_flux/internal/kube"
+)
+
+var module = &ansible.Module{
+	Name:             "seed_secret",
+	ShortDescription: "Create the namespaces and seed Secrets Flux needs before it runs",
+	Description: []string{
+		"Creates namespaces by name only (no labels or annotations), so that Flux can take them over later without a fight.",
+		"Creates or updates Secrets by server-side apply with the field manager C(gitops.k3s_flux): a git deploy key with C(known_hosts) built from GitHub's published host keys, a SOPS age key, or any data (for example Infisical universal auth in each tier namespace).",
+		"Values are compared by content and never returned, logged or shown: diffs show each key with a short sha256 fingerprint.",
+		"A Secret that Flux has adopted (it carries a C(kustomize.toolkit.fluxcd.io/name) or C(helm.toolkit.fluxcd.io/name) label) is left alone and reported as adopted, unless C(force=true).",
+	},
+	Author:    []string{"gitops.k3s_flux maintainers"},
+	CheckMode: "full",
+	DiffMode:  "full",
+	Notes: []string{
+		"C(known_hosts=github) writes one line per GitHub host key (ecdsa, ed25519, rsa), each checked against GitHub's published SHA256 fingerprint; the RSA key GitHub retired in March 2023 is refused. It never runs ssh-keyscan.",
+		"Check mode decides from what is in the cluster and validates changes with a server-side dry run; nothing is persisted.",
+		"A second run with the same input sends no write to the API server.",
+	},
+	Spec: ansible.Spec{
+		Options: append(kube.ConnectionOptions(),
+			ansible.Option{Name: "namespaces", Type: ansible.TypeList, Elements: ansible.TypeStr, Default: []any{},
+				Description: []string{"Namespaces to create when missing (name only). Existing ones are not touched."}},
+			ansible.Option{Name: "secrets", Type: ansible.TypeList, Elements: ansible.TypeDict, Default: []any{},
+				Description: []string{"Secrets to create or update. Each takes exactly one source of data: O(secrets[].data)/O(secrets[].string_data), O(secrets[].git_deploy_key) or O(secrets[].age_key)."},
+				RequiredOneOf:     [][]string{{"data", "string_data", "git_deploy_key", "age_key"}},
+				MutuallyExclusive: [][]string{{"data", "git_deploy_key", "age_key"}, {"string_data", "git_deploy_key", "age_key"}},
+				Options: []ansible.Option{
+					{Name: "name", Required: true, Description: []string{"Name of the Secret."}},
+					{Name: "namespace", Required: true, Description: []string{"Namespace of the Secret."}},
+					{Name: "type", Default: "Opaque", Description: []string{"The Secret type."}},
+					{Name: "data", Type: ansible.TypeDict, NoLog: true,
+						Description: []string{"Keys and base64-encoded values, as in a Secret's C(data)."}},
+					{Name: "string_data", Type: ansible.TypeDict, NoLog: true,
+						Description: []string{"Keys and plain values, as in a Secret's C(stringData)."}},
+					{Name: "git_deploy_key", Type: ansible.TypeDict,
+						Description: []string{"A git SSH deploy key for Flux: writes C(identity), C(identity.pub) (derived from the private key) and C(known_hosts)."},
+						RequiredOneOf:     [][]string{{"private_key", "private_key_file"}},
+						MutuallyExclusive: [][]string{{"private_key", "private_key_file"}},
+						Options: []ansible.Option{
+							{Name: "private_key", NoLog: true, Description: []string{"The private key (OpenSSH or PEM, without passphrase)."}},
+							{Name: "private_key_file", Type: ansible.TypePath, Description: []string{"A file holding the private key, read on the controller."}},
+							{Name: "known_hosts", Default: "github",
+								Description: []string{"V(github) builds the file from GitHub's published SSH host keys, checked against their published fingerprints.", "Any other value is used as given, after each line parses as an OpenSSH known_hosts entry."}},
+							{Name: "github_meta_file", Type: ansible.TypePath,
+								Description: []string{"A saved copy of U(https://api.github.com/meta) to take GitHub's keys and fingerprints from instead of the built-in ones, so a key rotation needs no new release."}},
+						}},
+					{Name: "age_key", Type: ansible.TypeDict,
+						Description: []string{"A SOPS age identity, validated as an X25519 age key and stored under C(age.agekey)."},
+						RequiredOneOf:     [][]string{{"key", "key_file"}},
+						MutuallyExclusive: [][]string{{"key", "key_file"}},
+						Options: []ansible.Option{
+							{Name: "key", NoLog: true, Description: []string{"The identity text (C(AGE-SECRET-KEY-1...)), comments allowed."}},
+							{Name: "key_file", Type: ansible.TypePath, Description: []string{"A file holding the identity, read on the controller."}},
+						}},
+				}},
+			ansible.Option{Name: "state", Default: "present", Choices: []any{"present", "absent"},
+				Description: []string{"V(absent) deletes the listed Secrets (namespaces are never deleted)."}},
+			ansible.Option{Name: "force", Type: ansible.TypeBool, Default: false,
+				Description: []string{"Update or delete a Secret even when Flux has adopted it; replace a Secret whose type differs."}},
+		),
+	},
+	Examples: `
+- name: Seed what Flux resolves for itself
+  gitops.k3s_flux.seed_secret:
+    kubeconfig: "{{ playbook_dir }}/../.generated/kubeconfig"
+    namespaces: [flux-system, platform, apps]
+    secrets:
+      - name: git-deploy-key
+        namespace: flux-system
+        git_deploy_key:
+          private_key_file: "{{ vault_dir }}/flux-deploy-key"
+          known_hosts: github
+      - name: sops-age
+        namespace: flux-system
+        age_key:
+          key: "{{ vault_sops_age_key }}"
+      - name: infisical-universal-auth
+        namespace: platform
+        string_data:
+          clientId: "{{ vault_infisical_client_id }}"
+          clientSecret: "{{ vault_infisical_client_secret }}"
+`,
+	Returns: []ansible.Return{
+		{Name: "namespaces", Description: []string{"Each namespace and whether the task created it."}, Returned: "always", Type: "list", Sample: []any{map[string]any{"name": "flux-system", "created": true}}},
+		{Name: "secrets", Description: []string{"Each Secret: its keys (never values), whether it changed, whether Flux has adopted it."}, Returned: "always", Type: "list",
+			Sample: []any{map[string]any{"name": "git-deploy-key", "namespace": "flux-system", "type": "Opaque", "keys": []any{"identity", "identity.pub", "known_hosts"}, "changed": true, "adopted": false}}},
+	},
+}

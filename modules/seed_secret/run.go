@@ -1,0 +1,368 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible"
+	"github.com/gitops-k3s-flux/k3s_flux/internal/kube"
+)
+
+type secretSpec struct {
+	Name         string            `json:"name"`
+	Namespace    string            `json:"namespace"`
+	Type         string            `json:"type"`
+	Data         map[string]string `json:"data"`
+	StringData   map[string]string `json:"string_data"`
+	GitDeployKey *struct {
+		PrivateKey     string `json:"private_key"`
+		PrivateKeyFile string `json:"private_key_file"`
+		KnownHosts     string `json:"known_hosts"`
+		GitHubMetaFile string `json:"github_meta_file"`
+	} `json:"git_deploy_key"`
+	AgeKey *struct {
+		Key     string `json:"key"`
+		KeyFile string `json:"key_file"`
+	} `json:"age_key"`
+}
+
+type args struct {
+	kube.Connection
+	Namespaces []string     `json:"namespaces"`
+	Secrets    []secretSpec `json:"secrets"`
+	State      string       `json:"state"`
+	Force      bool         `json:"force"`
+}
+
+// secretResult is what the module returns for a Secret: never a value.
+type secretResult struct {
+	Name      string   `json:"name"`
+	Namespace string   `json:"namespace"`
+	Type      string   `json:"type"`
+	Keys      []string `json:"keys"`
+	Changed   bool     `json:"changed"`
+	Adopted   bool     `json:"adopted"`
+	AdoptedBy string   `json:"adopted_by,omitempty"`
+}
+
+var secretGVR = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
+
+func run(ctx context.Context, req *ansible.Request) (*ansible.Result, error) {
+	var a args
+	if err := req.Decode(&a); err != nil {
+		return nil, err
+	}
+	// Build every Secret's data first: bad input fails before anything
+	// is sent to the cluster.
+	desired := make([]map[string][]byte, len(a.Secrets))
+	if a.State == "present" {
+		for i, s := range a.Secrets {
+			data, warnings, err := secretData(req, s)
+			if err != nil {
+				return nil, fmt.Errorf("secrets[%d] (%s/%s): %w", i, s.Namespace, s.Name, err)
+			}
+			for _, w := range warnings {
+				req.Warn("%s", w)
+			}
+			desired[i] = data
+		}
+	}
+	clients, err := a.Connection.NewClients()
+	if err != nil {
+		return nil, err
+	}
+	res := &ansible.Result{}
+	nsResults := []map[string]any{}
+	for _, ns := range a.Namespaces {
+		created, err := ensureNamespace(ctx, clients, ns, req.CheckMode)
+		if err != nil {
+			return res, err
+		}
+		nsResults = append(nsResults, map[string]any{"name": ns, "created": created})
+		if created {
+			res.Changed = true
+			res.Diff = append(res.Diff, ansible.Diff{Before: "", After: "namespace: " + ns + "\n", BeforeHeader: "namespace/" + ns, AfterHeader: "namespace/" + ns})
+		}
+	}
+	res.Set("namespaces", nsResults)
+	secretResults := []secretResult{}
+	res.Set("secrets", &secretResults)
+	for i, s := range a.Secrets {
+		var r secretResult
+		var diff *ansible.Diff
+		if a.State == "present" {
+			r, diff, err = applySecret(ctx, clients, s, desired[i], a.Force, req.CheckMode)
+		} else {
+			r, diff, err = deleteSecret(ctx, clients, s, a.Force, req.CheckMode)
+		}
+		if err != nil {
+			return res, err
+		}
+		if r.Adopted {
+			req.Warn("Secret %s/%s is adopted by Flux (%s): left alone; set force=true to change it anyway", s.Namespace, s.Name, r.AdoptedBy)
+		}
+		secretResults = append(secretResults, r)
+		res.Changed = res.Changed || r.Changed
+		if diff != nil {
+			res.Diff = append(res.Diff, *diff)
+		}
+	}
+	return res, nil
+}
+
+// secretData builds the Secret's data from its one source.
+func secretData(req *ansible.Request, s secretSpec) (map[string][]byte, []string, error) {
+	switch {
+	case s.GitDeployKey != nil:
+		k := s.GitDeployKey
+		key := k.PrivateKey
+		if k.PrivateKeyFile != "" {
+			var err error
+			if key, err = readSecretFile("git_deploy_key.private_key_file", k.PrivateKeyFile); err != nil {
+				return nil, nil, err
+			}
+			req.AddSecret(strings.TrimSpace(key))
+		}
+		var knownHosts string
+		var warnings []string
+		var err error
+		if k.KnownHosts == "github" {
+			knownHosts, warnings, err = githubKnownHosts(k.GitHubMetaFile)
+		} else {
+			knownHosts, err = checkKnownHosts(k.KnownHosts)
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("git_deploy_key.known_hosts: %w", err)
+		}
+		data, err := deployKeyData(key, knownHosts)
+		return data, warnings, err
+	case s.AgeKey != nil:
+		text := s.AgeKey.Key
+		if s.AgeKey.KeyFile != "" {
+			var err error
+			if text, err = readSecretFile("age_key.key_file", s.AgeKey.KeyFile); err != nil {
+				return nil, nil, err
+			}
+			req.AddSecret(strings.TrimSpace(text))
+		}
+		for _, line := range strings.Split(text, "\n") {
+			req.AddSecret(strings.TrimSpace(line))
+		}
+		data, err := ageKeyData(text)
+		return data, nil, err
+	}
+	data := map[string][]byte{}
+	for k, v := range s.Data {
+		raw, err := base64.StdEncoding.DecodeString(v)
+		if err != nil {
+			return nil, nil, fmt.Errorf("data.%s is not base64 (use string_data for plain values)", k)
+		}
+		data[k] = raw
+	}
+	for k, v := range s.StringData {
+		data[k] = []byte(v)
+	}
+	return data, nil, nil
+}
+
+// ensureNamespace creates the namespace by name only when it is missing.
+func ensureNamespace(ctx context.Context, c *kube.Clients, name string, checkMode bool) (bool, error) {
+	_, err := c.Typed.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+	if err == nil {
+		return false, nil
+	}
+	if !apierrors.IsNotFound(err) {
+		return false, fmt.Errorf("get namespace %s: %w", name, err)
+	}
+	opts := metav1.CreateOptions{FieldManager: kube.FieldManager}
+	if checkMode {
+		opts.DryRun = []string{metav1.DryRunAll}
+	}
+	if _, err := c.Typed.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, opts); err != nil && !apierrors.IsAlreadyExists(err) {
+		return false, fmt.Errorf("create namespace %s: %w", name, err)
+	}
+	return true, nil
+}
+
+// applySecret applies the Secret unless it already holds exactly this data
+// (compared by content, counting only the keys this module owns).
+func applySecret(ctx context.Context, c *kube.Clients, s secretSpec, data map[string][]byte, force, checkMode bool) (secretResult, *ansible.Diff, error) {
+	r := secretResult{Name: s.Name, Namespace: s.Namespace, Type: s.Type, Keys: sortedKeys(data)}
+	current, err := c.Get(ctx, secretGVR, s.Namespace, s.Name)
+	if err != nil {
+		return r, nil, err
+	}
+	var before map[string][]byte
+	if current != nil {
+		if by, adopted := kube.FluxOwned(current); adopted && !force {
+			r.Adopted, r.AdoptedBy = true, by
+			return r, nil, nil
+		}
+		before = currentData(current)
+		curType, _, _ := unstructured.NestedString(current.Object, "type")
+		if curType != s.Type {
+			if !force {
+				return r, nil, fmt.Errorf("Secret %s/%s has type %s, not %s: a Secret's type cannot change; delete it or set force=true to replace it", s.Namespace, s.Name, curType, s.Type)
+			}
+			if !checkMode {
+				if err := c.Typed.CoreV1().Secrets(s.Namespace).Delete(ctx, s.Name, metav1.DeleteOptions{}); err != nil {
+					return r, nil, fmt.Errorf("replace Secret %s/%s: %w", s.Namespace, s.Name, err)
+				}
+			}
+			current, before = nil, nil
+		} else if sameData(before, data, ownedKeys(current)) {
+			return r, nil, nil
+		}
+	}
+	r.Changed = true
+	// What the Secret will hold: keys other managers own stay.
+	after := map[string][]byte{}
+	owned := map[string]bool{}
+	if current != nil {
+		owned = ownedKeys(current)
+	}
+	for k, v := range before {
+		if !owned[k] {
+			after[k] = v
+		}
+	}
+	for k, v := range data {
+		after[k] = v
+	}
+	obj := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "Secret",
+		"metadata": map[string]any{"name": s.Name, "namespace": s.Namespace},
+		"type":     s.Type,
+		"data":     encodeData(data),
+	}}
+	if current == nil && checkMode {
+		// The namespace may not exist yet in check mode; nothing to dry-run against.
+		if _, err := c.Typed.CoreV1().Namespaces().Get(ctx, s.Namespace, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+			return r, secretDiff(s, before, after), nil
+		}
+	}
+	if _, err := c.Apply(ctx, secretGVR, obj, checkMode); err != nil {
+		return r, nil, err
+	}
+	return r, secretDiff(s, before, after), nil
+}
+
+func deleteSecret(ctx context.Context, c *kube.Clients, s secretSpec, force, checkMode bool) (secretResult, *ansible.Diff, error) {
+	r := secretResult{Name: s.Name, Namespace: s.Namespace, Type: s.Type, Keys: []string{}}
+	current, err := c.Get(ctx, secretGVR, s.Namespace, s.Name)
+	if err != nil || current == nil {
+		return r, nil, err
+	}
+	if by, adopted := kube.FluxOwned(current); adopted && !force {
+		r.Adopted, r.AdoptedBy = true, by
+		return r, nil, nil
+	}
+	opts := metav1.DeleteOptions{}
+	if checkMode {
+		opts.DryRun = []string{metav1.DryRunAll}
+	}
+	if err := c.Typed.CoreV1().Secrets(s.Namespace).Delete(ctx, s.Name, opts); err != nil && !apierrors.IsNotFound(err) {
+		return r, nil, fmt.Errorf("delete Secret %s/%s: %w", s.Namespace, s.Name, err)
+	}
+	r.Changed = true
+	return r, secretDiff(s, currentData(current), nil), nil
+}
+
+// currentData decodes a Secret's data.
+func currentData(obj *unstructured.Unstructured) map[string][]byte {
+	raw, _, _ := unstructured.NestedStringMap(obj.Object, "data")
+	out := make(map[string][]byte, len(raw))
+	for k, v := range raw {
+		b, _ := base64.StdEncoding.DecodeString(v)
+		out[k] = b
+	}
+	return out
+}
+
+// ownedKeys lists the data keys this module's field manager applied.
+func ownedKeys(obj *unstructured.Unstructured) map[string]bool {
+	owned := map[string]bool{}
+	for _, mf := range obj.GetManagedFields() {
+		if mf.Manager != kube.FieldManager || mf.Operation != metav1.ManagedFieldsOperationApply || mf.FieldsV1 == nil {
+			continue
+		}
+		var fields map[string]map[string]any
+		if err := json.Unmarshal(mf.FieldsV1.Raw, &fields); err != nil {
+			continue
+		}
+		for k := range fields["f:data"] {
+			owned[strings.TrimPrefix(k, "f:")] = true
+		}
+	}
+	return owned
+}
+
+// sameData: every wanted key holds the wanted bytes, and no key this
+// module applied before is gone from the wanted set (keys other managers
+// own are theirs).
+func sameData(current, want map[string][]byte, owned map[string]bool) bool {
+	for k, v := range want {
+		if cur, ok := current[k]; !ok || !bytes.Equal(cur, v) {
+			return false
+		}
+	}
+	for k := range owned {
+		if _, ok := want[k]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+func encodeData(data map[string][]byte) map[string]any {
+	out := make(map[string]any, len(data))
+	for k, v := range data {
+		out[k] = base64.StdEncoding.EncodeToString(v)
+	}
+	return out
+}
+
+func sortedKeys(data map[string][]byte) []string {
+	keys := make([]string, 0, len(data))
+	for k := range data {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// fingerprint stands in for a value in diffs.
+func fingerprint(v []byte) string {
+	sum := sha256.Sum256(v)
+	return "<redacted sha256:" + hex.EncodeToString(sum[:])[:12] + ">"
+}
+
+// secretDiff shows a Secret's keys with fingerprints, never values.
+func secretDiff(s secretSpec, before, after map[string][]byte) *ansible.Diff {
+	render := func(data map[string][]byte) string {
+		if data == nil {
+			return ""
+		}
+		var b strings.Builder
+		fmt.Fprintf(&b, "apiVersion: v1\nkind: Secret\nmetadata:\n  name: %s\n  namespace: %s\ntype: %s\ndata:\n", s.Name, s.Namespace, s.Type)
+		for _, k := range sortedKeys(data) {
+			fmt.Fprintf(&b, "  %s: %s\n", k, fingerprint(data[k]))
+		}
+		return b.String()
+	}
+	header := "secret/" + s.Namespace + "/" + s.Name
+	return &ansible.Diff{Before: render(before), After: render(after), BeforeHeader: header, AfterHeader: header}
+}
