@@ -286,7 +286,7 @@ func TestNoLogValuesHook(t *testing.T) {
 
 func TestRequiredOneOfAndAnyOf(t *testing.T) {
 	m := &ansible.Module{Name: "demo", Spec: ansible.Spec{
-		Options: []ansible.Option{{Name: "src"}, {Name: "definition", Type: ansible.TypeDict}, {Name: "state", Default: "present"}, {Name: "a"}, {Name: "b"}},
+		Options:       []ansible.Option{{Name: "src"}, {Name: "definition", Type: ansible.TypeDict}, {Name: "state", Default: "present"}, {Name: "a"}, {Name: "b"}},
 		RequiredOneOf: [][]string{{"src", "definition"}},
 		RequiredIf:    []ansible.RequiredIf{{Key: "state", Value: "absent", Requirements: []string{"a", "b"}, AnyOf: true}},
 	}}

@@ -27,7 +27,7 @@ var module = &ansible.Module{
 			ansible.Option{Name: "namespaces", Type: ansible.TypeList, Elements: ansible.TypeStr, Default: []any{},
 				Description: []string{"Namespaces to create when missing (name only). Existing ones are not touched."}},
 			ansible.Option{Name: "secrets", Type: ansible.TypeList, Elements: ansible.TypeDict, Default: []any{},
-				Description: []string{"Secrets to create or update. Each takes exactly one source of data: O(secrets[].data)/O(secrets[].string_data), O(secrets[].git_deploy_key) or O(secrets[].age_key)."},
+				Description:       []string{"Secrets to create or update. Each takes exactly one source of data: O(secrets[].data)/O(secrets[].string_data), O(secrets[].git_deploy_key) or O(secrets[].age_key)."},
 				RequiredOneOf:     [][]string{{"data", "string_data", "git_deploy_key", "age_key"}},
 				MutuallyExclusive: [][]string{{"data", "git_deploy_key", "age_key"}, {"string_data", "git_deploy_key", "age_key"}},
 				Options: []ansible.Option{
@@ -39,7 +39,7 @@ var module = &ansible.Module{
 					{Name: "string_data", Type: ansible.TypeDict, NoLog: true,
 						Description: []string{"Keys and plain values, as in a Secret's C(stringData)."}},
 					{Name: "git_deploy_key", Type: ansible.TypeDict,
-						Description: []string{"A git SSH deploy key for Flux: writes C(identity), C(identity.pub) (derived from the private key) and C(known_hosts)."},
+						Description:       []string{"A git SSH deploy key for Flux: writes C(identity), C(identity.pub) (derived from the private key) and C(known_hosts)."},
 						RequiredOneOf:     [][]string{{"private_key", "private_key_file"}},
 						MutuallyExclusive: [][]string{{"private_key", "private_key_file"}},
 						Options: []ansible.Option{
@@ -51,7 +51,7 @@ var module = &ansible.Module{
 								Description: []string{"A saved copy of U(https://api.github.com/meta) to take GitHub's keys and fingerprints from instead of the built-in ones, so a key rotation needs no new release."}},
 						}},
 					{Name: "age_key", Type: ansible.TypeDict,
-						Description: []string{"A SOPS age identity, validated as an X25519 age key and stored under C(age.agekey)."},
+						Description:       []string{"A SOPS age identity, validated as an X25519 age key and stored under C(age.agekey)."},
 						RequiredOneOf:     [][]string{{"key", "key_file"}},
 						MutuallyExclusive: [][]string{{"key", "key_file"}},
 						Options: []ansible.Option{
