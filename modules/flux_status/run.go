@@ -1,0 +1,246 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible"
+	"github.com/gitops-k3s-flux/k3s_flux/internal/kube"
+)
+
+type args struct {
+	kube.Connection
+	Namespace       string `json:"namespace"`
+	Source          string `json:"source"`
+	WaitForRevision string `json:"wait_for_revision"`
+	Wait            bool   `json:"wait"`
+	WaitTimeout     int    `json:"wait_timeout"`
+}
+
+// kinds Flux reports on, by group.
+var (
+	sourceKinds = []kind{
+		{"GitRepository", schema.GroupVersionResource{Group: "source.toolkit.fluxcd.io", Version: "v1", Resource: "gitrepositories"}},
+		{"OCIRepository", schema.GroupVersionResource{Group: "source.toolkit.fluxcd.io", Version: "v1", Resource: "ocirepositories"}},
+		{"HelmRepository", schema.GroupVersionResource{Group: "source.toolkit.fluxcd.io", Version: "v1", Resource: "helmrepositories"}},
+		{"Bucket", schema.GroupVersionResource{Group: "source.toolkit.fluxcd.io", Version: "v1", Resource: "buckets"}},
+	}
+	kustomizationKind = kind{"Kustomization", schema.GroupVersionResource{Group: "kustomize.toolkit.fluxcd.io", Version: "v1", Resource: "kustomizations"}}
+	helmReleaseKind   = kind{"HelmRelease", schema.GroupVersionResource{Group: "helm.toolkit.fluxcd.io", Version: "v2", Resource: "helmreleases"}}
+)
+
+type kind struct {
+	Name string
+	GVR  schema.GroupVersionResource
+}
+
+// item is one reported object.
+type item struct {
+	Kind      string   `json:"kind"`
+	Namespace string   `json:"namespace"`
+	Name      string   `json:"name"`
+	Ready     bool     `json:"ready"`
+	Status    string   `json:"status"`
+	Reason    string   `json:"reason"`
+	Message   string   `json:"message"`
+	Revision  string   `json:"revision"`
+	DependsOn []string `json:"depends_on,omitempty"`
+	Suspended bool     `json:"suspended"`
+}
+
+func (i item) failing() bool { return !i.Ready && !i.Suspended }
+
+func (i item) line() string {
+	return fmt.Sprintf("%s/%s/%s: %s: %s", i.Kind, i.Namespace, i.Name, i.Reason, i.Message)
+}
+
+// report is the state of Flux at one moment.
+type report struct {
+	Installed      bool
+	Sources        []item
+	Kustomizations []item
+	HelmReleases   []item
+	Failing        []item
+	RevisionWanted string
+	RevisionServed string
+}
+
+func (r report) ready() bool {
+	return len(r.Failing) == 0 && (r.RevisionWanted == "" || revisionMatches(r.RevisionServed, r.RevisionWanted))
+}
+
+// revisionMatches accepts a full revision or a commit SHA prefix.
+func revisionMatches(served, wanted string) bool {
+	if served == "" {
+		return false
+	}
+	if served == wanted {
+		return true
+	}
+	_, sha, ok := strings.Cut(served, ":")
+	if !ok {
+		sha = served
+	}
+	return len(wanted) >= 7 && strings.HasPrefix(sha, wanted)
+}
+
+func run(ctx context.Context, req *ansible.Request) (*ansible.Result, error) {
+	var a args
+	if err := req.Decode(&a); err != nil {
+		return nil, err
+	}
+	srcNS, srcName, ok := strings.Cut(a.Source, "/")
+	if !ok || srcNS == "" || srcName == "" {
+		return nil, fmt.Errorf("source must be namespace/name, got %q", a.Source)
+	}
+	if a.WaitTimeout <= 0 {
+		return nil, fmt.Errorf("wait_timeout must be a positive number of seconds, got %d", a.WaitTimeout)
+	}
+	clients, err := a.Connection.NewClients()
+	if err != nil {
+		return nil, err
+	}
+	var rep report
+	collect := func(ctx context.Context) (bool, error) {
+		rep, err = collectReport(ctx, clients, a.Namespace, srcNS, srcName, a.WaitForRevision)
+		return err == nil && rep.ready(), err
+	}
+	if a.Wait {
+		_, err = kube.Poll(ctx, 2*time.Second, time.Duration(a.WaitTimeout)*time.Second, collect)
+	} else {
+		_, err = collect(ctx)
+	}
+	res := &ansible.Result{}
+	if err != nil {
+		return res, err
+	}
+	failing := make([]string, 0, len(rep.Failing))
+	for _, f := range rep.Failing {
+		failing = append(failing, f.line())
+	}
+	res.Set("flux_installed", rep.Installed)
+	res.Set("ready", rep.ready())
+	res.Set("sources", orEmpty(rep.Sources))
+	res.Set("kustomizations", orEmpty(rep.Kustomizations))
+	res.Set("helmreleases", orEmpty(rep.HelmReleases))
+	res.Set("failing", failing)
+	if !a.Wait || rep.ready() {
+		return res, nil
+	}
+	events := map[string][]string{}
+	for _, f := range rep.Failing {
+		events[fmt.Sprintf("%s/%s/%s", f.Kind, f.Namespace, f.Name)] = clients.RecentEvents(ctx, f.Namespace, f.Kind, f.Name, 5)
+	}
+	res.Set("events", events)
+	return res, timeoutError(a, rep, failing)
+}
+
+func timeoutError(a args, rep report, failing []string) error {
+	var why []string
+	if !rep.Installed {
+		why = append(why, "Flux's CRDs are not installed")
+	}
+	if rep.RevisionWanted != "" && !revisionMatches(rep.RevisionServed, rep.RevisionWanted) {
+		served := rep.RevisionServed
+		if served == "" {
+			served = "nothing yet"
+		}
+		why = append(why, fmt.Sprintf("source %s serves %s, not %s", a.Source, served, rep.RevisionWanted))
+	}
+	if len(failing) > 0 {
+		why = append(why, fmt.Sprintf("%d not Ready: %s", len(failing), strings.Join(failing, "; ")))
+	}
+	return fmt.Errorf("Flux not ready after %ds: %s", a.WaitTimeout, strings.Join(why, "; "))
+}
+
+func orEmpty(items []item) []item {
+	if items == nil {
+		return []item{}
+	}
+	return items
+}
+
+func collectReport(ctx context.Context, c *kube.Clients, namespace, srcNS, srcName, wantRevision string) (report, error) {
+	rep := report{RevisionWanted: wantRevision}
+	for _, k := range sourceKinds {
+		items, installed, err := list(ctx, c, k, namespace)
+		if err != nil {
+			return rep, err
+		}
+		rep.Installed = rep.Installed || installed
+		rep.Sources = append(rep.Sources, items...)
+	}
+	for _, it := range rep.Sources {
+		if it.Namespace == srcNS && it.Name == srcName {
+			rep.RevisionServed = it.Revision
+		}
+	}
+	var err error
+	var installed bool
+	if rep.Kustomizations, installed, err = list(ctx, c, kustomizationKind, namespace); err != nil {
+		return rep, err
+	}
+	rep.Installed = rep.Installed || installed
+	if rep.HelmReleases, _, err = list(ctx, c, helmReleaseKind, namespace); err != nil {
+		return rep, err
+	}
+	for _, group := range [][]item{rep.Sources, rep.Kustomizations, rep.HelmReleases} {
+		for _, it := range group {
+			if it.failing() {
+				rep.Failing = append(rep.Failing, it)
+			}
+		}
+	}
+	return rep, nil
+}
+
+// list reports every object of a kind; installed is false when the CRD
+// does not exist.
+func list(ctx context.Context, c *kube.Clients, k kind, namespace string) ([]item, bool, error) {
+	objs, err := c.Dynamic.Resource(k.GVR).Namespace(namespace).List(ctx, metav1.ListOptions{})
+	if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("list %s: %w", k.GVR.Resource, err)
+	}
+	items := make([]item, 0, len(objs.Items))
+	for i := range objs.Items {
+		items = append(items, toItem(k.Name, &objs.Items[i]))
+	}
+	sort.Slice(items, func(i, j int) bool {
+		return items[i].Namespace+"/"+items[i].Name < items[j].Namespace+"/"+items[j].Name
+	})
+	return items, true, nil
+}
+
+func toItem(kind string, obj *unstructured.Unstructured) item {
+	r := kube.ReadinessOf(obj)
+	it := item{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName(), Ready: r.Ready, Status: r.Status,
+		Reason: r.Reason, Message: r.Message, Suspended: r.Suspended}
+	if rev, ok, _ := unstructured.NestedString(obj.Object, "status", "artifact", "revision"); ok {
+		it.Revision = rev
+	} else {
+		it.Revision, _, _ = unstructured.NestedString(obj.Object, "status", "lastAppliedRevision")
+	}
+	deps, _, _ := unstructured.NestedSlice(obj.Object, "spec", "dependsOn")
+	for _, d := range deps {
+		m, _ := d.(map[string]any)
+		ns, _ := m["namespace"].(string)
+		if ns == "" {
+			ns = obj.GetNamespace()
+		}
+		name, _ := m["name"].(string)
+		it.DependsOn = append(it.DependsOn, ns+"/"+name)
+	}
+	return it
+}

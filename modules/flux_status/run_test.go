@@ -1,0 +1,66 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+
+	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible/ansibletest"
+)
+
+func TestRevisionMatches(t *testing.T) {
+	const served = "main@sha1:4f1c9a0d2b8e6a7d5c3b1a0f9e8d7c6b5a4f3e2d"
+	for _, tc := range []struct {
+		wanted string
+		want   bool
+	}{
+		{served, true}, {"4f1c9a0", true}, {"4f1c9a0d2b8e6a7d5c3b1a0f9e8d7c6b5a4f3e2d", true},
+		{"4f1c9a", false}, {"deadbee", false}, {"main@sha1:0000000", false},
+	} {
+		assert.Equal(t, tc.want, revisionMatches(served, tc.wanted), tc.wanted)
+	}
+	assert.False(t, revisionMatches("", "4f1c9a0"))
+}
+
+func obj(t *testing.T, s string) *unstructured.Unstructured {
+	// As the API returns it: numbers as int64.
+	raw, err := yaml.YAMLToJSON([]byte(s))
+	assert.NoError(t, err)
+	u := &unstructured.Unstructured{}
+	assert.NoError(t, u.UnmarshalJSON(append([]byte(`{"apiVersion":"v1","kind":"X",`), raw[1:]...)))
+	return u
+}
+
+func TestToItem(t *testing.T) {
+	ks := toItem("Kustomization", obj(t, `
+metadata: {name: apps, namespace: flux-system, generation: 2}
+spec:
+  dependsOn: [{name: infra-configs}, {name: crds, namespace: other}]
+status:
+  observedGeneration: 2
+  lastAppliedRevision: main@sha1:abc
+  conditions: [{type: Ready, status: "False", reason: DependencyNotReady, message: "dependency not ready"}]
+`))
+	assert.Equal(t, item{Kind: "Kustomization", Namespace: "flux-system", Name: "apps", Status: "False", Reason: "DependencyNotReady",
+		Message: "dependency not ready", Revision: "main@sha1:abc", DependsOn: []string{"flux-system/infra-configs", "other/crds"}}, ks)
+	assert.True(t, ks.failing())
+
+	stale := toItem("GitRepository", obj(t, `
+metadata: {name: flux-system, namespace: flux-system, generation: 3}
+status:
+  observedGeneration: 2
+  artifact: {revision: main@sha1:old}
+  conditions: [{type: Ready, status: "True", reason: Succeeded}]
+`))
+	assert.False(t, stale.Ready, "a Ready condition for an older generation does not count")
+	assert.Equal(t, "main@sha1:old", stale.Revision)
+
+	suspended := toItem("Kustomization", obj(t, "metadata: {name: x, namespace: y}\nspec: {suspend: true}\n"))
+	assert.False(t, suspended.failing(), "suspended is reported, not failing")
+}
+
+func TestSidecarDocs(t *testing.T) {
+	ansibletest.CheckSidecar(t, module)
+}
