@@ -1,0 +1,76 @@
+package main
+
+import (
+	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible"
+	"github.com/gitops-k3s-flux/k3s_flux/internal/kube"
+)
+
+var module = &ansible.Module{
+	Name:             "flux_instance",
+	ShortDescription: "Apply the FluxInstance (the hand-off to Flux) and wait until Flux is Ready",
+	Description: []string{
+		"Waits for the Flux Operator (its Deployment available, the FluxInstance CRD established), checks that the Secrets the instance needs exist, then server-side applies the FluxInstance from C(src) (for example C(flux/cluster.yaml)) or C(definition), and waits until it is Ready.",
+		"Reports the hand-off: the instance's Ready state and reason, the applied Flux revision and the installed components. On timeout it fails with the instance's conditions and recent events, not just \"timed out\".",
+		"The FluxInstance is handled as an unstructured C(fluxcd.controlplane.io/v1) object.",
+		"Applying is idempotent: a second run with the same definition sends no write to the API server (it compares with a server-side dry run).",
+	},
+	Author:    []string{"gitops.k3s_flux maintainers"},
+	CheckMode: "full",
+	DiffMode:  "full",
+	Notes: []string{
+		"The operator accepts only the name C(flux); the namespace defaults to C(flux-system).",
+		"Ansible applies the FluxInstance; Flux never reconciles its own bootstrap. Once the instance carries a C(kustomize.toolkit.fluxcd.io/name) or C(helm.toolkit.fluxcd.io/name) label, it is left alone (C(adopted)) unless C(force=true).",
+		"C(state=absent) deletes the instance: with C(uninstall=true) the operator uninstalls Flux (its finalizer deletes what it installed); with C(uninstall=false) reconciliation is disabled first, so Flux keeps running and only the instance goes.",
+	},
+	Spec: ansible.Spec{
+		Options: append(kube.ConnectionOptions(),
+			ansible.Option{Name: "src", Type: ansible.TypePath,
+				Description: []string{"A YAML file holding the FluxInstance, such as C(flux/cluster.yaml), read on the controller."}},
+			ansible.Option{Name: "definition", Type: ansible.TypeDict,
+				Description: []string{"The FluxInstance as a dict."}},
+			ansible.Option{Name: "state", Default: "present", Choices: []any{"present", "absent"},
+				Description: []string{"Whether the FluxInstance should exist."}},
+			ansible.Option{Name: "wait", Type: ansible.TypeBool, Default: true,
+				Description: []string{"Wait until the instance is Ready (or, with C(state=absent), gone)."}},
+			ansible.Option{Name: "wait_timeout", Type: ansible.TypeInt, Default: 300,
+				Description: []string{"How many seconds to wait, for the operator and for the instance."}},
+			ansible.Option{Name: "require_secrets", Type: ansible.TypeList, Elements: ansible.TypeStr, Default: []any{},
+				Description: []string{"Secrets, as C(namespace/name), that must exist before the instance is applied (for example C(flux-system/git-deploy-key), C(flux-system/sops-age)); the task fails naming every missing one, before applying."}},
+			ansible.Option{Name: "operator_namespace", Default: "flux-system",
+				Description: []string{"Namespace of the Flux Operator Deployment."}},
+			ansible.Option{Name: "operator_deployment", Default: "flux-operator",
+				Description: []string{"Name of the Flux Operator Deployment (the Helm release name)."}},
+			ansible.Option{Name: "uninstall", Type: ansible.TypeBool, Default: true,
+				Description: []string{"With C(state=absent): let the operator uninstall Flux (true), or keep Flux running (false)."}},
+			ansible.Option{Name: "force", Type: ansible.TypeBool, Default: false,
+				Description: []string{"Apply even when Flux has adopted the instance."}},
+		),
+		RequiredIf:        []ansible.RequiredIf{{Key: "state", Value: "present", Requirements: []string{"src", "definition"}, AnyOf: true}},
+		MutuallyExclusive: [][]string{{"src", "definition"}},
+	},
+	Examples: `
+- name: Hand off to Flux
+  gitops.k3s_flux.flux_instance:
+    kubeconfig: "{{ playbook_dir }}/../.generated/kubeconfig"
+    src: "{{ playbook_dir }}/../flux/cluster.yaml"
+    require_secrets:
+      - flux-system/git-deploy-key
+      - flux-system/sops-age
+    wait_timeout: 600
+  register: flux
+
+- name: Show what Flux runs
+  ansible.builtin.debug:
+    msg: "Flux {{ flux.last_applied_revision }}: {{ flux.components | map(attribute='name') | join(', ') }}"
+`,
+	Returns: []ansible.Return{
+		{Name: "ready", Description: []string{"Whether the instance is Ready."}, Returned: "state is present", Type: "bool", Sample: true},
+		{Name: "reason", Description: []string{"The Ready condition's reason."}, Returned: "state is present", Type: "str", Sample: "ReconciliationSucceeded"},
+		{Name: "message", Description: []string{"The Ready condition's message."}, Returned: "state is present", Type: "str", Sample: "Reconciliation finished in 3s"},
+		{Name: "last_applied_revision", Description: []string{"The Flux distribution revision the operator applied."}, Returned: "state is present", Type: "str", Sample: "v2.9.5@sha256:4cc5..."},
+		{Name: "components", Description: []string{"The installed controllers: name, repository, tag."}, Returned: "state is present", Type: "list", Sample: []any{map[string]any{"name": "source-controller", "repository": "ghcr.io/fluxcd/source-controller", "tag": "v1.9.5"}}},
+		{Name: "adopted", Description: []string{"Whether Flux has adopted the instance, so it was left alone."}, Returned: "always", Type: "bool", Sample: false},
+		{Name: "conditions", Description: []string{"The instance's conditions, when a wait failed."}, Returned: "failure", Type: "list", Sample: []any{}},
+		{Name: "events", Description: []string{"Recent events of the instance (or of the operator Deployment), when a wait failed."}, Returned: "failure", Type: "list", Sample: []any{}},
+	},
+}

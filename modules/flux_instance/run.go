@@ -1,0 +1,348 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"reflect"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/yaml"
+
+	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible"
+	"github.com/gitops-k3s-flux/k3s_flux/internal/kube"
+)
+
+const (
+	apiVersion   = "fluxcd.controlplane.io/v1"
+	instanceKind = "FluxInstance"
+	instanceName = "flux" // the only name the operator accepts
+	crdName      = "fluxinstances.fluxcd.controlplane.io"
+)
+
+var (
+	instanceGVR   = schema.GroupVersionResource{Group: "fluxcd.controlplane.io", Version: "v1", Resource: "fluxinstances"}
+	crdGVR        = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	deploymentGVR = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+)
+
+type args struct {
+	kube.Connection
+	Src                string         `json:"src"`
+	Definition         map[string]any `json:"definition"`
+	State              string         `json:"state"`
+	Wait               bool           `json:"wait"`
+	WaitTimeout        int            `json:"wait_timeout"`
+	RequireSecrets     []string       `json:"require_secrets"`
+	OperatorNamespace  string         `json:"operator_namespace"`
+	OperatorDeployment string         `json:"operator_deployment"`
+	Uninstall          bool           `json:"uninstall"`
+	Force              bool           `json:"force"`
+}
+
+// loadInstance reads and checks the FluxInstance; errors name the field.
+func loadInstance(a args) (*unstructured.Unstructured, error) {
+	def := a.Definition
+	what := "definition"
+	if a.Src != "" {
+		what = "src " + a.Src
+		raw, err := os.ReadFile(a.Src)
+		if err != nil {
+			return nil, fmt.Errorf("read src: %w", err)
+		}
+		if err := yaml.Unmarshal(raw, &def); err != nil {
+			return nil, fmt.Errorf("src %s is not YAML: %w", a.Src, err)
+		}
+	}
+	obj := &unstructured.Unstructured{Object: def}
+	switch {
+	case def == nil:
+		return nil, fmt.Errorf("%s is empty: want a FluxInstance", what)
+	case obj.GetAPIVersion() != apiVersion || obj.GetKind() != instanceKind:
+		return nil, fmt.Errorf("%s holds apiVersion %q kind %q: want apiVersion %s, kind %s", what, obj.GetAPIVersion(), obj.GetKind(), apiVersion, instanceKind)
+	case obj.GetName() != instanceName:
+		return nil, fmt.Errorf("%s: metadata.name is %q, but the Flux Operator accepts only %q", what, obj.GetName(), instanceName)
+	}
+	if _, ok, _ := unstructured.NestedMap(def, "spec", "distribution"); !ok {
+		return nil, fmt.Errorf("%s: spec.distribution is required (version and registry)", what)
+	}
+	if obj.GetNamespace() == "" {
+		obj.SetNamespace("flux-system")
+	}
+	return obj, nil
+}
+
+func run(ctx context.Context, req *ansible.Request) (*ansible.Result, error) {
+	var a args
+	if err := req.Decode(&a); err != nil {
+		return nil, err
+	}
+	if a.WaitTimeout <= 0 {
+		return nil, fmt.Errorf("wait_timeout must be a positive number of seconds, got %d", a.WaitTimeout)
+	}
+	res := &ansible.Result{}
+	res.Set("adopted", false)
+	var desired *unstructured.Unstructured
+	if a.State == "present" {
+		var err error
+		if desired, err = loadInstance(a); err != nil {
+			return res, err
+		}
+	}
+	clients, err := a.Connection.NewClients()
+	if err != nil {
+		return res, err
+	}
+	timeout := time.Duration(a.WaitTimeout) * time.Second
+	if a.State == "absent" {
+		return res, remove(ctx, clients, a, res, req.CheckMode, timeout)
+	}
+	if err := waitForOperator(ctx, clients, a, res, timeout, req.CheckMode); err != nil {
+		return res, err
+	}
+	if err := checkSecrets(ctx, clients, a.RequireSecrets); err != nil {
+		return res, err
+	}
+	current, err := clients.Get(ctx, instanceGVR, desired.GetNamespace(), instanceName)
+	if err != nil {
+		return res, err
+	}
+	if current != nil {
+		if by, adopted := kube.FluxOwned(current); adopted && !a.Force {
+			res.Set("adopted", true)
+			req.Warn("FluxInstance %s is adopted by Flux (%s): left alone; set force=true to apply anyway", kube.ObjectName(current), by)
+			report(res, current)
+			return res, nil
+		}
+	}
+	planned, err := clients.Apply(ctx, instanceGVR, desired, true)
+	if err != nil {
+		return res, err
+	}
+	if current == nil || !sameObject(current, planned) {
+		res.Changed = true
+		res.Diff = []ansible.Diff{{Before: render(current), After: render(planned),
+			BeforeHeader: "fluxinstance/" + desired.GetNamespace() + "/flux", AfterHeader: "fluxinstance/" + desired.GetNamespace() + "/flux"}}
+		if req.CheckMode {
+			report(res, current)
+			return res, nil
+		}
+		if current, err = clients.Apply(ctx, instanceGVR, desired, false); err != nil {
+			return res, err
+		}
+	}
+	if a.Wait && !req.CheckMode {
+		if current, err = waitReady(ctx, clients, current, timeout, res); err != nil {
+			return res, err
+		}
+	}
+	report(res, current)
+	return res, nil
+}
+
+// sameObject compares what an apply would leave with what is there: the
+// spec, labels and annotations.
+func sameObject(current, planned *unstructured.Unstructured) bool {
+	cs, _, _ := unstructured.NestedFieldNoCopy(current.Object, "spec")
+	ps, _, _ := unstructured.NestedFieldNoCopy(planned.Object, "spec")
+	return reflect.DeepEqual(cs, ps) &&
+		reflect.DeepEqual(current.GetLabels(), planned.GetLabels()) &&
+		reflect.DeepEqual(current.GetAnnotations(), planned.GetAnnotations())
+}
+
+// render shows the parts of the instance a user writes, for diffs.
+func render(obj *unstructured.Unstructured) string {
+	if obj == nil {
+		return ""
+	}
+	view := map[string]any{"apiVersion": obj.GetAPIVersion(), "kind": obj.GetKind(),
+		"metadata": map[string]any{"name": obj.GetName(), "namespace": obj.GetNamespace()}}
+	if l := obj.GetLabels(); len(l) > 0 {
+		view["metadata"].(map[string]any)["labels"] = l
+	}
+	if an := obj.GetAnnotations(); len(an) > 0 {
+		view["metadata"].(map[string]any)["annotations"] = an
+	}
+	if spec, ok := obj.Object["spec"]; ok {
+		view["spec"] = spec
+	}
+	out, _ := yaml.Marshal(view)
+	return string(out)
+}
+
+// waitForOperator waits until the FluxInstance CRD is established and the
+// operator Deployment is available.
+func waitForOperator(ctx context.Context, c *kube.Clients, a args, res *ansible.Result, timeout time.Duration, checkMode bool) error {
+	var last string
+	deployment := a.OperatorNamespace + "/" + a.OperatorDeployment
+	ready, err := kube.Poll(ctx, time.Second, timeout, func(ctx context.Context) (bool, error) {
+		crd, err := c.Get(ctx, crdGVR, "", crdName)
+		if err != nil {
+			return false, err
+		}
+		if crd == nil || !hasCondition(crd, "Established") {
+			last = fmt.Sprintf("the FluxInstance CRD (%s) is not established; is the Flux Operator installed?", crdName)
+			return false, nil
+		}
+		dep, err := c.Get(ctx, deploymentGVR, a.OperatorNamespace, a.OperatorDeployment)
+		if err != nil {
+			return false, err
+		}
+		if dep == nil {
+			last = fmt.Sprintf("the Flux Operator Deployment %s does not exist", deployment)
+			return false, nil
+		}
+		if !hasCondition(dep, "Available") {
+			last = fmt.Sprintf("the Flux Operator Deployment %s is not available", deployment)
+			res.Set("conditions", kube.Conditions(dep))
+			res.Set("events", c.RecentEvents(ctx, a.OperatorNamespace, "Deployment", a.OperatorDeployment, 5))
+			return false, nil
+		}
+		return true, nil
+	})
+	if err != nil || ready {
+		return err
+	}
+	if checkMode && strings.Contains(last, "not established") {
+		return fmt.Errorf("%s (check mode cannot plan a FluxInstance before its CRD exists)", last)
+	}
+	return fmt.Errorf("waited %s for the Flux Operator: %s", timeout, last)
+}
+
+func hasCondition(obj *unstructured.Unstructured, condition string) bool {
+	for _, c := range kube.Conditions(obj) {
+		if c.Type == condition && c.Status == "True" {
+			return true
+		}
+	}
+	return false
+}
+
+// checkSecrets fails naming every required Secret that is missing.
+func checkSecrets(ctx context.Context, c *kube.Clients, required []string) error {
+	var missing []string
+	for _, r := range required {
+		ns, name, ok := strings.Cut(r, "/")
+		if !ok || ns == "" || name == "" {
+			return fmt.Errorf("require_secrets entry %q must be namespace/name", r)
+		}
+		_, err := c.Typed.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			missing = append(missing, r)
+		} else if err != nil {
+			return fmt.Errorf("get Secret %s: %w", r, err)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("required Secrets missing, so the FluxInstance was not applied: %s (create them first, e.g. with gitops.k3s_flux.seed_secret)", strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// waitReady waits until the instance is Ready for its generation; on
+// timeout the error carries its Ready condition, and the result its
+// conditions and recent events.
+func waitReady(ctx context.Context, c *kube.Clients, obj *unstructured.Unstructured, timeout time.Duration, res *ansible.Result) (*unstructured.Unstructured, error) {
+	ns := obj.GetNamespace()
+	var last *unstructured.Unstructured
+	ready, err := kube.Poll(ctx, time.Second, timeout, func(ctx context.Context) (bool, error) {
+		o, err := c.Get(ctx, instanceGVR, ns, instanceName)
+		if err != nil || o == nil {
+			return false, err
+		}
+		last = o
+		r := kube.ReadinessOf(o)
+		// Stalled is terminal: no retry until the spec changes.
+		for _, cond := range kube.Conditions(o) {
+			if cond.Type == "Stalled" && cond.Status == "True" {
+				return false, fmt.Errorf("FluxInstance %s/%s is stalled: %s: %s", ns, instanceName, cond.Reason, cond.Message)
+			}
+		}
+		return r.Ready, nil
+	})
+	if ready {
+		return last, nil
+	}
+	if last != nil {
+		res.Set("conditions", kube.Conditions(last))
+		res.Set("events", c.RecentEvents(ctx, ns, instanceKind, instanceName, 8))
+		report(res, last)
+	}
+	if err != nil {
+		return last, err
+	}
+	r := kube.Readiness{Status: "Unknown", Reason: "NotFound", Message: "the instance is gone"}
+	if last != nil {
+		r = kube.ReadinessOf(last)
+	}
+	return last, fmt.Errorf("FluxInstance %s/%s not Ready after %s: Ready=%s %s: %s", ns, instanceName, timeout, r.Status, r.Reason, r.Message)
+}
+
+// report sets the hand-off results from the instance's status.
+func report(res *ansible.Result, obj *unstructured.Unstructured) {
+	if obj == nil {
+		res.Set("ready", false)
+		return
+	}
+	r := kube.ReadinessOf(obj)
+	res.Set("ready", r.Ready)
+	res.Set("reason", r.Reason)
+	res.Set("message", r.Message)
+	rev, _, _ := unstructured.NestedString(obj.Object, "status", "lastAppliedRevision")
+	res.Set("last_applied_revision", rev)
+	components, _, _ := unstructured.NestedSlice(obj.Object, "status", "components")
+	if components == nil {
+		components = []any{}
+	}
+	res.Set("components", components)
+}
+
+// remove deletes the instance, first disabling reconciliation when Flux
+// is to stay.
+func remove(ctx context.Context, c *kube.Clients, a args, res *ansible.Result, checkMode bool, timeout time.Duration) error {
+	ns := "flux-system"
+	if a.Definition != nil || a.Src != "" {
+		if obj, err := loadInstance(a); err == nil {
+			ns = obj.GetNamespace()
+		}
+	}
+	current, err := c.Get(ctx, instanceGVR, ns, instanceName)
+	if err != nil || current == nil {
+		return err
+	}
+	if by, adopted := kube.FluxOwned(current); adopted && !a.Force {
+		res.Set("adopted", true)
+		return fmt.Errorf("FluxInstance %s/flux is adopted by Flux (%s): not deleting it; set force=true to delete anyway", ns, by)
+	}
+	res.Changed = true
+	res.Diff = []ansible.Diff{{Before: render(current), After: "", BeforeHeader: "fluxinstance/" + ns + "/flux", AfterHeader: "fluxinstance/" + ns + "/flux"}}
+	if checkMode {
+		return nil
+	}
+	if !a.Uninstall {
+		patch := []byte(`{"metadata":{"annotations":{"fluxcd.controlplane.io/reconcile":"disabled"}}}`)
+		if _, err := c.Dynamic.Resource(instanceGVR).Namespace(ns).Patch(ctx, instanceName, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: kube.FieldManager}); err != nil {
+			return fmt.Errorf("disable reconciliation of FluxInstance %s/flux: %w", ns, err)
+		}
+	}
+	if err := c.Dynamic.Resource(instanceGVR).Namespace(ns).Delete(ctx, instanceName, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete FluxInstance %s/flux: %w", ns, err)
+	}
+	if !a.Wait {
+		return nil
+	}
+	gone, err := kube.Poll(ctx, time.Second, timeout, func(ctx context.Context) (bool, error) {
+		o, err := c.Get(ctx, instanceGVR, ns, instanceName)
+		return o == nil, err
+	})
+	if err == nil && !gone {
+		err = fmt.Errorf("FluxInstance %s/flux still exists after %s (the operator's finalizer has not finished uninstalling Flux)", ns, timeout)
+	}
+	return err
+}

@@ -1,0 +1,61 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible/ansibletest"
+)
+
+const clusterYAML = `apiVersion: fluxcd.controlplane.io/v1
+kind: FluxInstance
+metadata:
+  name: flux
+spec:
+  distribution:
+    version: "2.9.x"
+    registry: ghcr.io/fluxcd
+`
+
+func TestLoadInstance(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, []byte(content), 0o600))
+		return p
+	}
+	obj, err := loadInstance(args{Src: write("cluster.yaml", clusterYAML)})
+	require.NoError(t, err)
+	assert.Equal(t, "flux-system", obj.GetNamespace(), "namespace defaults to flux-system")
+
+	for name, tc := range map[string]struct {
+		a    args
+		want string
+	}{
+		"wrong kind":      {args{Definition: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "flux"}}}, `holds apiVersion "v1" kind "ConfigMap": want apiVersion fluxcd.controlplane.io/v1, kind FluxInstance`},
+		"wrong name":      {args{Definition: map[string]any{"apiVersion": apiVersion, "kind": instanceKind, "metadata": map[string]any{"name": "main"}}}, `metadata.name is "main", but the Flux Operator accepts only "flux"`},
+		"no distribution": {args{Definition: map[string]any{"apiVersion": apiVersion, "kind": instanceKind, "metadata": map[string]any{"name": "flux"}, "spec": map[string]any{}}}, "spec.distribution is required"},
+		"not yaml":        {args{Src: write("bad.yaml", "a: [")}, "is not YAML"},
+		"missing file":    {args{Src: filepath.Join(dir, "nope.yaml")}, "read src"},
+	} {
+		_, err := loadInstance(tc.a)
+		assert.ErrorContains(t, err, tc.want, name)
+	}
+}
+
+func TestSameObject(t *testing.T) {
+	a := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"x": "1"}, "metadata": map[string]any{"name": "flux", "resourceVersion": "1"}}}
+	b := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"x": "1"}, "metadata": map[string]any{"name": "flux", "resourceVersion": "2"}}}
+	assert.True(t, sameObject(a, b), "server bookkeeping does not count")
+	b.Object["spec"] = map[string]any{"x": "2"}
+	assert.False(t, sameObject(a, b))
+}
+
+func TestSidecarDocs(t *testing.T) {
+	ansibletest.CheckSidecar(t, module)
+}
