@@ -159,6 +159,7 @@ func kwokStages(path string) (string, error) {
 	base := filepath.Join(toolDir("kwok", "KWOK_VERSION"), "stage")
 	var docs []string
 	for _, f := range []string{"node/fast/node-initialize.yaml", "node/heartbeat/node-heartbeat.yaml",
+		"pod/general/pod-create.yaml", "pod/general/pod-init-container-running.yaml", "pod/general/pod-init-container-completed.yaml",
 		"pod/general/pod-ready.yaml", "pod/general/pod-complete.yaml", "pod/general/pod-delete.yaml"} {
 		data, err := os.ReadFile(filepath.Join(base, f))
 		if err != nil {
@@ -166,7 +167,11 @@ func kwokStages(path string) (string, error) {
 		}
 		docs = append(docs, strings.TrimSpace(string(data)))
 	}
-	return path, os.WriteFile(path, []byte(strings.Join(docs, "\n---\n")+"\n"), 0o600)
+	// The stages wait a second plus up to five of jitter before each
+	// step, to look like a kubelet; tests want Pods Ready at once.
+	stages := strings.NewReplacer("durationMilliseconds: 1000", "durationMilliseconds: 0",
+		"jitterDurationMilliseconds: 5000", "jitterDurationMilliseconds: 0").Replace(strings.Join(docs, "\n---\n"))
+	return path, os.WriteFile(path, []byte(stages+"\n"), 0o600)
 }
 
 // get does an authenticated GET against the API server and fails on any

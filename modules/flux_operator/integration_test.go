@@ -1,0 +1,134 @@
+//go:build integration
+
+package main
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"helm.sh/helm/v3/pkg/release"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible/ansibletest"
+	"github.com/gitops-k3s-flux/k3s_flux/tests/bed"
+)
+
+func TestFluxOperatorAgainstRegistryAndAPIServer(t *testing.T) {
+	b := bed.Start(t, bed.Options{Name: "k3sfo", Subnet: "10.213.5"})
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	require.NoError(t, b.AddNode(ctx, "worker"))
+	kc, _, err := b.Clients()
+	require.NoError(t, err)
+
+	base := func(version string, values map[string]any) map[string]any {
+		return map[string]any{"kubeconfig": b.Kubeconfig, "chart_ref": b.Registry.ChartRef(), "chart_version": version,
+			"plain_http": true, "values": values, "wait_timeout": 120}
+	}
+	op := func(args map[string]any) (map[string]any, int) {
+		t.Helper()
+		res, code, _ := ansibletest.Run(t, module, run, args)
+		return res, code
+	}
+
+	t.Run("check mode installs nothing", func(t *testing.T) {
+		args := base("0.58.0", nil)
+		args["_ansible_check_mode"], args["_ansible_diff"] = true, true
+		res, code := op(args)
+		require.Equal(t, 0, code, res["msg"])
+		assert.Equal(t, true, res["changed"])
+		assert.Contains(t, res["diff"].(map[string]any)["after"], "kind: Deployment")
+		_, err := kc.AppsV1().Deployments("flux-system").Get(ctx, "flux-operator", metav1.GetOptions{})
+		assert.Error(t, err)
+	})
+
+	t.Run("installs from the OCI registry and waits", func(t *testing.T) {
+		start := time.Now()
+		res, code := op(base("0.58.0", nil))
+		require.Equal(t, 0, code, res["msg"])
+		t.Logf("install: %s", time.Since(start).Round(time.Millisecond))
+		assert.Equal(t, true, res["changed"])
+		rel := res["release"].(map[string]any)
+		assert.Equal(t, "flux-operator-0.58.0", rel["chart"])
+		assert.Equal(t, "deployed", rel["status"])
+		dep, err := kc.AppsV1().Deployments("flux-system").Get(ctx, "flux-operator", metav1.GetOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, int32(1), dep.Status.AvailableReplicas)
+	})
+
+	t.Run("a second run is a no-op", func(t *testing.T) {
+		start := time.Now()
+		res, code := op(base("0.58.0", nil))
+		require.Equal(t, 0, code, res["msg"])
+		t.Logf("flux_operator no-op run: %s", time.Since(start).Round(time.Millisecond))
+		assert.Equal(t, false, res["changed"])
+		assert.Equal(t, float64(1), res["release"].(map[string]any)["revision"])
+	})
+
+	t.Run("upgrades to the second chart version with the manifest diff", func(t *testing.T) {
+		args := base("0.59.0", nil)
+		args["_ansible_diff"] = true
+		res, code := op(args)
+		require.Equal(t, 0, code, res["msg"])
+		assert.Equal(t, true, res["changed"])
+		assert.Equal(t, "flux-operator-0.59.0", res["release"].(map[string]any)["chart"])
+		diff := res["diff"].(map[string]any)
+		assert.Contains(t, diff["before"], "v0.58.0")
+		assert.Contains(t, diff["after"], "v0.59.0")
+	})
+
+	t.Run("a values change upgrades", func(t *testing.T) {
+		res, code := op(base("0.59.0", map[string]any{"logLevel": "debug"}))
+		require.Equal(t, 0, code, res["msg"])
+		assert.Equal(t, true, res["changed"])
+		res, _ = op(base("0.59.0", map[string]any{"logLevel": "debug"}))
+		assert.Equal(t, false, res["changed"])
+	})
+
+	t.Run("a release left pending is recovered", func(t *testing.T) {
+		h, err := newHelm(args{Connection: connection(b.Kubeconfig), ReleaseNamespace: "flux-system", PlainHTTP: true}, t.TempDir())
+		require.NoError(t, err)
+		rel, err := h.cfg.Releases.Last("flux-operator")
+		require.NoError(t, err)
+		rel.Info.Status = release.StatusPendingUpgrade
+		require.NoError(t, h.cfg.Releases.Update(rel))
+
+		res, code := op(base("0.59.0", map[string]any{"logLevel": "debug"}))
+		require.Equal(t, 0, code, res["msg"])
+		assert.Contains(t, res["recovered"], "rolled back")
+		assert.Contains(t, res["warnings"].([]any)[0], "was pending-upgrade")
+		assert.Equal(t, "deployed", res["release"].(map[string]any)["status"])
+	})
+
+	t.Run("a release Flux adopted is left alone", func(t *testing.T) {
+		dep, err := kc.AppsV1().Deployments("flux-system").Get(ctx, "flux-operator", metav1.GetOptions{})
+		require.NoError(t, err)
+		dep.Labels["helm.toolkit.fluxcd.io/name"] = "flux-operator"
+		_, err = kc.AppsV1().Deployments("flux-system").Update(ctx, dep, metav1.UpdateOptions{})
+		require.NoError(t, err)
+		res, code := op(base("0.58.0", nil))
+		require.Equal(t, 0, code, res["msg"])
+		assert.Equal(t, true, res["adopted"])
+		assert.Equal(t, false, res["changed"])
+	})
+
+	t.Run("state absent uninstalls", func(t *testing.T) {
+		args := base("0.59.0", nil)
+		args["state"], args["force"] = "absent", true
+		res, code := op(args)
+		require.Equal(t, 0, code, res["msg"])
+		assert.Equal(t, true, res["changed"])
+		res, _ = op(args)
+		assert.Equal(t, false, res["changed"])
+	})
+
+	t.Run("a missing chart version fails clearly", func(t *testing.T) {
+		res, code := op(base("9.9.9", nil))
+		assert.Equal(t, 1, code)
+		assert.Contains(t, res["msg"], "find chart")
+		assert.Contains(t, res["msg"], `chart_version "9.9.9"`)
+	})
+}

@@ -1,0 +1,429 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"reflect"
+	"strings"
+	"time"
+
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/cli"
+	"helm.sh/helm/v3/pkg/registry"
+	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/releaseutil"
+	"helm.sh/helm/v3/pkg/storage/driver"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"sigs.k8s.io/yaml"
+
+	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible"
+	"github.com/gitops-k3s-flux/k3s_flux/internal/kube"
+)
+
+type args struct {
+	kube.Connection
+	ChartRef         string         `json:"chart_ref"`
+	ChartRepoURL     string         `json:"chart_repo_url"`
+	ChartVersion     string         `json:"chart_version"`
+	ReleaseName      string         `json:"release_name"`
+	ReleaseNamespace string         `json:"release_namespace"`
+	CreateNamespace  bool           `json:"create_namespace"`
+	Values           map[string]any `json:"values"`
+	ValuesFiles      []string       `json:"values_files"`
+	Wait             bool           `json:"wait"`
+	WaitTimeout      int            `json:"wait_timeout"`
+	Atomic           bool           `json:"atomic"`
+	State            string         `json:"state"`
+	RegistryUsername string         `json:"registry_username"`
+	RegistryPassword string         `json:"registry_password"`
+	CAFile           string         `json:"ca_file"`
+	PlainHTTP        bool           `json:"plain_http"`
+	Force            bool           `json:"force"`
+}
+
+func run(ctx context.Context, req *ansible.Request) (*ansible.Result, error) {
+	var a args
+	if err := req.Decode(&a); err != nil {
+		return nil, err
+	}
+	if a.WaitTimeout <= 0 {
+		return nil, fmt.Errorf("wait_timeout must be a positive number of seconds, got %d", a.WaitTimeout)
+	}
+	res := &ansible.Result{}
+	res.Set("adopted", false)
+	values, err := mergeValues(a.ValuesFiles, a.Values)
+	if err != nil {
+		return res, err
+	}
+	h, err := newHelm(a, req.TmpDir)
+	if err != nil {
+		return res, err
+	}
+	defer h.cleanup()
+
+	current, err := h.lastRelease(a.ReleaseName)
+	if err != nil {
+		return res, err
+	}
+	if current != nil {
+		if by, adopted, err := h.adoptedBy(ctx, current); err != nil {
+			return res, err
+		} else if adopted && !a.Force {
+			res.Set("adopted", true)
+			res.Set("release", releaseInfo(current))
+			req.Warn("Helm release %s/%s is adopted by Flux (%s): left alone; set force=true to change it anyway", a.ReleaseNamespace, a.ReleaseName, by)
+			return res, nil
+		}
+	}
+	if a.State == "absent" {
+		return res, h.uninstall(a, current, res, req.CheckMode)
+	}
+
+	ch, err := h.loadChart(a)
+	if err != nil {
+		return res, err
+	}
+	if current != nil && isPending(current) {
+		if req.CheckMode {
+			req.Warn("Helm release %s/%s is %s (an interrupted run); a real run will recover it", a.ReleaseNamespace, a.ReleaseName, current.Info.Status)
+		} else {
+			was := current.Info.Status
+			what, err := h.recover(a, current)
+			if err != nil {
+				return res, err
+			}
+			res.Set("recovered", what)
+			res.Changed = true
+			req.Warn("Helm release %s/%s was %s (an interrupted run): %s", a.ReleaseNamespace, a.ReleaseName, was, what)
+			if current, err = h.lastRelease(a.ReleaseName); err != nil {
+				return res, err
+			}
+		}
+	}
+	if current != nil && current.Info.Status == release.StatusDeployed &&
+		current.Chart.Metadata.Version == ch.Metadata.Version && sameValues(current.Config, values) {
+		res.Set("release", releaseInfo(current))
+		return res, nil
+	}
+
+	var rel *release.Release
+	if current == nil || current.Info.Status == release.StatusUninstalled {
+		rel, err = h.install(ctx, a, ch, values, req.CheckMode)
+	} else {
+		rel, err = h.upgrade(ctx, a, ch, values, req.CheckMode)
+	}
+	if err != nil {
+		return res, err
+	}
+	res.Changed = true
+	before := ""
+	if current != nil {
+		before = current.Manifest
+	}
+	header := fmt.Sprintf("release/%s/%s", a.ReleaseNamespace, a.ReleaseName)
+	res.Diff = []ansible.Diff{{Before: before, After: rel.Manifest, BeforeHeader: header + " " + chartName(current), AfterHeader: header + " " + chartName(rel)}}
+	res.Set("release", releaseInfo(rel))
+	return res, nil
+}
+
+// helm holds the Helm SDK's configuration for one run.
+type helm struct {
+	cfg      *action.Configuration
+	settings *cli.EnvSettings
+	home     string
+	kube     *kube.Clients
+}
+
+// newHelm configures the Helm SDK from the connection options, with its
+// caches in a temporary directory.
+func newHelm(a args, tmpDir string) (*helm, error) {
+	home, err := os.MkdirTemp(tmpDir, "helm-")
+	if err != nil {
+		return nil, fmt.Errorf("create Helm cache: %w", err)
+	}
+	settings := cli.New()
+	settings.RepositoryCache = home + "/repository"
+	settings.RepositoryConfig = home + "/repositories.yaml"
+	settings.RegistryConfig = home + "/registry.json"
+	flags := genericclioptions.NewConfigFlags(false)
+	flags.KubeConfig, flags.Context, flags.Namespace = &a.Kubeconfig, &a.Context, &a.ReleaseNamespace
+	if a.ValidateCerts != nil && !*a.ValidateCerts {
+		insecure := true
+		flags.Insecure = &insecure
+	}
+	if a.CACert != "" {
+		flags.CAFile = &a.CACert
+	}
+	if a.Kubeconfig == "" {
+		flags.KubeConfig = nil
+	}
+	cfg := new(action.Configuration)
+	if err := cfg.Init(flags, a.ReleaseNamespace, "secret", func(string, ...any) {}); err != nil {
+		return nil, fmt.Errorf("configure Helm: %w", err)
+	}
+	opts := []registry.ClientOption{registry.ClientOptWriter(io.Discard), registry.ClientOptCredentialsFile(settings.RegistryConfig)}
+	if a.PlainHTTP {
+		opts = append(opts, registry.ClientOptPlainHTTP())
+	}
+	if a.RegistryUsername != "" {
+		opts = append(opts, registry.ClientOptBasicAuth(a.RegistryUsername, a.RegistryPassword))
+	}
+	var client *registry.Client
+	if a.CAFile != "" && !a.PlainHTTP {
+		client, err = registry.NewRegistryClientWithTLS(io.Discard, "", "", a.CAFile, false, settings.RegistryConfig, false)
+	} else {
+		client, err = registry.NewClient(opts...)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("Helm registry client: %w", err)
+	}
+	cfg.RegistryClient = client
+	clients, err := a.Connection.NewClients()
+	if err != nil {
+		return nil, err
+	}
+	return &helm{cfg: cfg, settings: settings, home: home, kube: clients}, nil
+}
+
+func (h *helm) cleanup() { _ = os.RemoveAll(h.home) }
+
+// lastRelease is the newest revision of the release, or nil.
+func (h *helm) lastRelease(name string) (*release.Release, error) {
+	rel, err := h.cfg.Releases.Last(name)
+	if errors.Is(err, driver.ErrReleaseNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read Helm release %s: %w", name, err)
+	}
+	return rel, nil
+}
+
+// adoptedBy tells whether Flux's helm-controller manages the release: its
+// objects carry helm.toolkit.fluxcd.io/name.
+func (h *helm) adoptedBy(ctx context.Context, rel *release.Release) (string, bool, error) {
+	for _, m := range releaseutil.SplitManifests(rel.Manifest) {
+		var obj unstructured.Unstructured
+		if err := yaml.Unmarshal([]byte(m), &obj.Object); err != nil || obj.GetKind() != "Deployment" {
+			continue
+		}
+		ns := obj.GetNamespace()
+		if ns == "" {
+			ns = rel.Namespace
+		}
+		live, err := h.kube.Get(ctx, schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}, ns, obj.GetName())
+		if err != nil || live == nil {
+			return "", false, err
+		}
+		by, adopted := kube.FluxOwned(live)
+		return by, adopted, nil
+	}
+	return "", false, nil
+}
+
+// loadChart finds the chart (OCI, repository, local) at the pinned version.
+func (h *helm) loadChart(a args) (*chart.Chart, error) {
+	locate := action.NewInstall(h.cfg)
+	locate.ChartPathOptions.Version = a.ChartVersion
+	locate.ChartPathOptions.RepoURL = a.ChartRepoURL
+	locate.ChartPathOptions.Username, locate.ChartPathOptions.Password = a.RegistryUsername, a.RegistryPassword
+	locate.ChartPathOptions.CaFile = a.CAFile
+	locate.ChartPathOptions.PlainHTTP = a.PlainHTTP
+	path, err := locate.ChartPathOptions.LocateChart(a.ChartRef, h.settings)
+	if err != nil {
+		return nil, fmt.Errorf("find chart %s (chart_version %q): %w", a.ChartRef, a.ChartVersion, err)
+	}
+	ch, err := loader.Load(path)
+	if err != nil {
+		return nil, fmt.Errorf("load chart %s: %w", a.ChartRef, err)
+	}
+	if a.ChartVersion != "" && ch.Metadata.Version != a.ChartVersion && !strings.ContainsAny(a.ChartVersion, "^~*<>=x ") {
+		return nil, fmt.Errorf("chart %s is version %s, not the chart_version %s asked for", a.ChartRef, ch.Metadata.Version, a.ChartVersion)
+	}
+	return ch, nil
+}
+
+func (h *helm) install(ctx context.Context, a args, ch *chart.Chart, values map[string]any, dryRun bool) (*release.Release, error) {
+	in := action.NewInstall(h.cfg)
+	in.ReleaseName, in.Namespace, in.CreateNamespace = a.ReleaseName, a.ReleaseNamespace, a.CreateNamespace
+	in.Wait, in.Timeout, in.Atomic = a.Wait, time.Duration(a.WaitTimeout)*time.Second, a.Atomic
+	if dryRun {
+		// Render without touching the cluster, but for its real version:
+		// client-only rendering assumes an old Kubernetes otherwise.
+		in.DryRun, in.DryRunOption, in.ClientOnly = true, "client", true
+		v, err := h.kube.Typed.Discovery().ServerVersion()
+		if err != nil {
+			return nil, fmt.Errorf("read the API server's version: %w", err)
+		}
+		if in.KubeVersion, err = chartutil.ParseKubeVersion(v.GitVersion); err != nil {
+			return nil, fmt.Errorf("parse the API server's version %q: %w", v.GitVersion, err)
+		}
+	}
+	rel, err := in.RunWithContext(ctx, ch, values)
+	if err != nil {
+		return nil, fmt.Errorf("install %s %s into %s: %w", a.ReleaseName, ch.Metadata.Version, a.ReleaseNamespace, err)
+	}
+	return rel, nil
+}
+
+func (h *helm) upgrade(ctx context.Context, a args, ch *chart.Chart, values map[string]any, dryRun bool) (*release.Release, error) {
+	up := action.NewUpgrade(h.cfg)
+	up.Namespace, up.ResetValues = a.ReleaseNamespace, true
+	up.Wait, up.Timeout, up.Atomic = a.Wait, time.Duration(a.WaitTimeout)*time.Second, a.Atomic
+	up.CleanupOnFail = true
+	if dryRun {
+		up.DryRun, up.DryRunOption = true, "client"
+	}
+	rel, err := up.RunWithContext(ctx, a.ReleaseName, ch, values)
+	if err != nil {
+		return nil, fmt.Errorf("upgrade %s to %s: %w", a.ReleaseName, ch.Metadata.Version, err)
+	}
+	return rel, nil
+}
+
+func isPending(rel *release.Release) bool {
+	switch rel.Info.Status {
+	case release.StatusPendingInstall, release.StatusPendingUpgrade, release.StatusPendingRollback:
+		return true
+	}
+	return false
+}
+
+// recover brings a release stuck pending back to a state Helm can act on:
+// back to the last deployed revision, or uninstalled when it never
+// deployed. It says what it did.
+func (h *helm) recover(a args, rel *release.Release) (string, error) {
+	history, err := h.cfg.Releases.History(a.ReleaseName)
+	if err != nil {
+		return "", fmt.Errorf("read history of %s: %w", a.ReleaseName, err)
+	}
+	lastDeployed := 0
+	for _, r := range history {
+		if r.Version < rel.Version && (r.Info.Status == release.StatusDeployed || r.Info.Status == release.StatusSuperseded) && r.Version > lastDeployed {
+			lastDeployed = r.Version
+		}
+	}
+	if lastDeployed == 0 {
+		un := action.NewUninstall(h.cfg)
+		un.Wait, un.Timeout = a.Wait, time.Duration(a.WaitTimeout)*time.Second
+		if _, err := un.Run(a.ReleaseName); err != nil {
+			return "", fmt.Errorf("recover %s from %s by uninstalling it: %w", a.ReleaseName, rel.Info.Status, err)
+		}
+		return fmt.Sprintf("uninstalled revision %d, left %s, to install it afresh", rel.Version, rel.Info.Status), nil
+	}
+	was := rel.Info.Status
+	// A pending revision blocks the rollback: mark it failed first, as
+	// Helm itself does for an interrupted operation it notices.
+	rel.Info.Status = release.StatusFailed
+	rel.Info.Description = "marked failed by gitops.k3s_flux: interrupted while pending"
+	if err := h.cfg.Releases.Update(rel); err != nil {
+		return "", fmt.Errorf("mark %s revision %d failed: %w", a.ReleaseName, rel.Version, err)
+	}
+	rb := action.NewRollback(h.cfg)
+	rb.Version, rb.Wait, rb.Timeout = lastDeployed, a.Wait, time.Duration(a.WaitTimeout)*time.Second
+	if err := rb.Run(a.ReleaseName); err != nil {
+		return "", fmt.Errorf("recover %s by rolling back to revision %d: %w", a.ReleaseName, lastDeployed, err)
+	}
+	return fmt.Sprintf("rolled back from %s revision %d to revision %d", was, rel.Version, lastDeployed), nil
+}
+
+func (h *helm) uninstall(a args, current *release.Release, res *ansible.Result, checkMode bool) error {
+	if current == nil || current.Info.Status == release.StatusUninstalled {
+		return nil
+	}
+	res.Changed = true
+	header := fmt.Sprintf("release/%s/%s", a.ReleaseNamespace, a.ReleaseName)
+	res.Diff = []ansible.Diff{{Before: current.Manifest, After: "", BeforeHeader: header, AfterHeader: header}}
+	if checkMode {
+		return nil
+	}
+	un := action.NewUninstall(h.cfg)
+	un.Wait, un.Timeout = a.Wait, time.Duration(a.WaitTimeout)*time.Second
+	if _, err := un.Run(a.ReleaseName); err != nil {
+		return fmt.Errorf("uninstall %s: %w", a.ReleaseName, err)
+	}
+	return nil
+}
+
+// mergeValues merges the values files in order, then values, as helm -f
+// ... --set would: maps merge key by key, anything else replaces.
+func mergeValues(files []string, values map[string]any) (map[string]any, error) {
+	out := map[string]any{}
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("read values_files entry %s: %w", f, err)
+		}
+		var m map[string]any
+		if err := yaml.Unmarshal(raw, &m); err != nil {
+			return nil, fmt.Errorf("values_files entry %s is not YAML: %w", f, err)
+		}
+		out = mergeMaps(out, m)
+	}
+	// Round-trip the task's values through YAML so numbers compare the
+	// same way as the release's stored values.
+	raw, err := yaml.Marshal(values)
+	if err != nil {
+		return nil, err
+	}
+	var norm map[string]any
+	if err := yaml.Unmarshal(raw, &norm); err != nil {
+		return nil, err
+	}
+	return mergeMaps(out, norm), nil
+}
+
+func mergeMaps(a, b map[string]any) map[string]any {
+	out := make(map[string]any, len(a))
+	for k, v := range a {
+		out[k] = v
+	}
+	for k, v := range b {
+		if bm, ok := v.(map[string]any); ok {
+			if am, ok := out[k].(map[string]any); ok {
+				out[k] = mergeMaps(am, bm)
+				continue
+			}
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// sameValues compares the user-supplied values of a release with the
+// wanted ones, treating nil and empty alike.
+func sameValues(deployed, wanted map[string]any) bool {
+	if len(deployed) == 0 && len(wanted) == 0 {
+		return true
+	}
+	// Normalise both through YAML (numbers, nested maps).
+	norm := func(m map[string]any) any {
+		raw, _ := yaml.Marshal(m)
+		var out any
+		_ = yaml.Unmarshal(raw, &out)
+		return out
+	}
+	return reflect.DeepEqual(norm(deployed), norm(wanted))
+}
+
+func chartName(rel *release.Release) string {
+	if rel == nil || rel.Chart == nil || rel.Chart.Metadata == nil {
+		return ""
+	}
+	return rel.Chart.Metadata.Name + "-" + rel.Chart.Metadata.Version
+}
+
+func releaseInfo(rel *release.Release) map[string]any {
+	return map[string]any{
+		"name": rel.Name, "namespace": rel.Namespace, "revision": rel.Version,
+		"chart": chartName(rel), "app_version": rel.Chart.Metadata.AppVersion, "status": rel.Info.Status.String(),
+	}
+}
