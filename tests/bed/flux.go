@@ -60,6 +60,9 @@ func startFlux(ctx context.Context, b *Bed, dir string) (f *Flux, err error) {
 		return f, err
 	}
 	storage := filepath.Join(dir, "source-storage")
+	if err := os.MkdirAll(storage, 0o700); err != nil {
+		return f, err
+	}
 	// Each restarts until the CRDs it serves exist (the chart brings the
 	// operator's; the FluxInstance brings Flux's), as their Pods would.
 	for _, p := range []struct {

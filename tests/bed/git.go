@@ -62,7 +62,11 @@ func startGitServer(ctx context.Context, dir string) (*GitServer, error) {
 	if err != nil {
 		return nil, err
 	}
-	var addrs struct{ HTTP, SSH, HostKey string }
+	var addrs struct {
+		HTTP    string `json:"http"`
+		SSH     string `json:"ssh"`
+		HostKey string `json:"host_key"`
+	}
 	if err := waitFor(ctx, "the git server", 100*time.Millisecond, func() error {
 		raw, err := os.ReadFile(addrFile)
 		if err != nil {
@@ -73,7 +77,12 @@ func startGitServer(ctx context.Context, dir string) (*GitServer, error) {
 		g.proc.Stop(time.Second)
 		return nil, err
 	}
-	addrs.HostKey = strings.Join(strings.Fields(addrs.HostKey)[:2], " ")
+	if f := strings.Fields(addrs.HostKey); len(f) >= 2 {
+		addrs.HostKey = f[0] + " " + f[1]
+	} else {
+		g.proc.Stop(time.Second)
+		return nil, fmt.Errorf("git server reported no host key (%q)", addrs.HostKey)
+	}
 	g.HTTPURL = addrs.HTTP
 	g.SSHURL = addrs.SSH + "/" + GitRepoPath
 	sshURL, _ := url.Parse(addrs.SSH)
@@ -108,8 +117,8 @@ func (g *GitServer) initRepo() error {
 }
 
 // Commit writes files (path relative to the repository root → content; an
-// empty content removes the file), commits and pushes, and returns the new
-// revision as Flux reports it: "<branch>@sha1:<commit>".
+// empty content removes the file), commits and pushes, and returns the
+// commit SHA (Flux reports it as "<ref>@sha1:<SHA>").
 func (g *GitServer) Commit(message string, files map[string]string) (string, error) {
 	for path, content := range files {
 		full := filepath.Join(g.work, path)
@@ -139,7 +148,7 @@ func (g *GitServer) Commit(message string, files map[string]string) (string, err
 	if err != nil {
 		return "", fmt.Errorf("git rev-parse: %w", err)
 	}
-	return g.Branch + "@sha1:" + strings.TrimSpace(string(out)), nil
+	return strings.TrimSpace(string(out)), nil
 }
 
 func (g *GitServer) git(args ...string) error {
