@@ -19,6 +19,9 @@ type Condition struct {
 	Status  string `json:"status"`
 	Reason  string `json:"reason,omitempty"`
 	Message string `json:"message,omitempty"`
+	// ObservedGeneration is the generation the condition was set for
+	// (0 when the object does not say).
+	ObservedGeneration int64 `json:"observed_generation,omitempty"`
 }
 
 // Conditions reads status.conditions.
@@ -28,7 +31,8 @@ func Conditions(obj *unstructured.Unstructured) []Condition {
 	for _, r := range raw {
 		m, _ := r.(map[string]any)
 		str := func(k string) string { s, _ := m[k].(string); return s }
-		out = append(out, Condition{Type: str("type"), Status: str("status"), Reason: str("reason"), Message: str("message")})
+		gen, _ := m["observedGeneration"].(int64)
+		out = append(out, Condition{Type: str("type"), Status: str("status"), Reason: str("reason"), Message: str("message"), ObservedGeneration: gen})
 	}
 	return out
 }
@@ -48,12 +52,15 @@ type Readiness struct {
 func ReadinessOf(obj *unstructured.Unstructured) Readiness {
 	r := Readiness{Status: "Unknown", Reason: "Progressing", Message: "no Ready condition yet"}
 	r.Suspended, _, _ = unstructured.NestedBool(obj.Object, "spec", "suspend")
+	observed, found, _ := unstructured.NestedInt64(obj.Object, "status", "observedGeneration")
 	for _, c := range Conditions(obj) {
 		if c.Type == "Ready" {
 			r.Status, r.Reason, r.Message = c.Status, c.Reason, c.Message
+			if c.ObservedGeneration > 0 && (!found || c.ObservedGeneration < observed) {
+				observed, found = c.ObservedGeneration, true
+			}
 		}
 	}
-	observed, found, _ := unstructured.NestedInt64(obj.Object, "status", "observedGeneration")
 	if found && observed < obj.GetGeneration() {
 		r.Status, r.Reason, r.Message = "Unknown", "Progressing", fmt.Sprintf("generation %d not yet observed (at %d)", obj.GetGeneration(), observed)
 	}

@@ -64,3 +64,12 @@ status:
 func TestSidecarDocs(t *testing.T) {
 	ansibletest.CheckSidecar(t, module)
 }
+
+func TestConditionGeneration(t *testing.T) {
+	it := toItem("FluxInstance", obj(t, `
+metadata: {name: flux, namespace: flux-system, generation: 2}
+status:
+  conditions: [{type: Ready, status: "True", reason: ReconciliationSucceeded, observedGeneration: 1}]
+`))
+	assert.False(t, it.Ready, "a Ready condition set for generation 1 says nothing of generation 2")
+}

@@ -1,0 +1,162 @@
+//go:build integration
+
+// Package integration runs the cluster modules together against the test
+// bed, in the order the flux_bootstrap role does: flux_operator,
+// seed_secret, flux_instance, flux_status.
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gitops-k3s-flux/k3s_flux/tests/bed"
+)
+
+func TestHandOff(t *testing.T) {
+	b := bed.Start(t, bed.Options{Name: "k3sfh", Subnet: "10.213.6", Flux: true})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	require.NoError(t, b.AddNode(ctx, "worker"))
+	kc, _, err := b.Clients()
+	require.NoError(t, err)
+	m := modules(t)
+	deployKey, err := os.ReadFile(b.Flux.Git.DeployKey)
+	require.NoError(t, err)
+	var outputs []string
+	call := func(module string, args map[string]any) (map[string]any, int) {
+		t.Helper()
+		args["kubeconfig"] = b.Kubeconfig
+		res, code, raw := m.run(module, args)
+		outputs = append(outputs, raw)
+		return res, code
+	}
+	instance := func(path string) map[string]any {
+		return map[string]any{"apiVersion": "fluxcd.controlplane.io/v1", "kind": "FluxInstance", "metadata": map[string]any{"name": "flux"},
+			"spec": map[string]any{
+				"distribution": map[string]any{"version": "2.9.x", "registry": "ghcr.io/fluxcd"},
+				"components":   []any{"source-controller", "kustomize-controller"},
+				"cluster":      map[string]any{"networkPolicy": false},
+				"sync": map[string]any{"kind": "GitRepository", "url": b.Flux.Git.SSHURL, "ref": "refs/heads/main",
+					"path": path, "pullSecret": "git-deploy-key"},
+			}}
+	}
+
+	t.Run("flux_instance fails clearly before the operator exists", func(t *testing.T) {
+		res, code := call("flux_instance", map[string]any{"definition": instance("clusters/test"), "wait_timeout": 3})
+		assert.Equal(t, 1, code)
+		assert.Contains(t, res["msg"], "waited 3s for the Flux Operator: the FluxInstance CRD (fluxinstances.fluxcd.controlplane.io) is not established")
+	})
+
+	t.Run("flux_operator installs the operator", func(t *testing.T) {
+		res, code := call("flux_operator", map[string]any{"chart_ref": b.Registry.ChartRef(), "chart_version": "0.59.0", "plain_http": true})
+		require.Equal(t, 0, code, res["msg"])
+	})
+
+	t.Run("flux_instance fails before applying when a Secret is missing", func(t *testing.T) {
+		res, code := call("flux_instance", map[string]any{"definition": instance("clusters/test"),
+			"require_secrets": []any{"flux-system/git-deploy-key", "flux-system/sops-age"}})
+		assert.Equal(t, 1, code)
+		assert.Contains(t, res["msg"], "required Secrets missing, so the FluxInstance was not applied: flux-system/git-deploy-key, flux-system/sops-age")
+		_, err := kc.CoreV1().Secrets("flux-system").Get(ctx, "git-deploy-key", metav1.GetOptions{})
+		assert.Error(t, err)
+	})
+
+	t.Run("seed_secret seeds the deploy key", func(t *testing.T) {
+		res, code := call("seed_secret", map[string]any{"secrets": []any{map[string]any{"name": "git-deploy-key", "namespace": "flux-system",
+			"git_deploy_key": map[string]any{"private_key": string(deployKey), "known_hosts": b.Flux.Git.KnownHosts}}}})
+		require.Equal(t, 0, code, res["msg"])
+	})
+
+	t.Run("flux_instance applies and waits for Ready", func(t *testing.T) {
+		start := time.Now()
+		res, code := call("flux_instance", map[string]any{"definition": instance("clusters/test"), "require_secrets": []any{"flux-system/git-deploy-key"}, "wait_timeout": 120})
+		require.Equal(t, 0, code, res["msg"])
+		t.Logf("flux_instance apply and wait: %s", time.Since(start).Round(100*time.Millisecond))
+		assert.Equal(t, true, res["changed"])
+		assert.Equal(t, true, res["ready"])
+		assert.Regexp(t, `^v2\.9\.\d+@sha256:`, res["last_applied_revision"])
+		assert.NotEmpty(t, res["components"])
+	})
+
+	t.Run("flux_instance re-run is a no-op", func(t *testing.T) {
+		before, err := kc.CoreV1().RESTClient().Get().AbsPath("/apis/fluxcd.controlplane.io/v1/namespaces/flux-system/fluxinstances/flux").DoRaw(ctx)
+		require.NoError(t, err)
+		start := time.Now()
+		res, code := call("flux_instance", map[string]any{"definition": instance("clusters/test"), "require_secrets": []any{"flux-system/git-deploy-key"}})
+		require.Equal(t, 0, code, res["msg"])
+		t.Logf("flux_instance no-op run: %s", time.Since(start).Round(time.Millisecond))
+		assert.Equal(t, false, res["changed"])
+		after, err := kc.CoreV1().RESTClient().Get().AbsPath("/apis/fluxcd.controlplane.io/v1/namespaces/flux-system/fluxinstances/flux").DoRaw(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, resourceVersion(before), resourceVersion(after), "no write")
+	})
+
+	var revision string
+	t.Run("flux_status reports the hand-off and waits for a revision", func(t *testing.T) {
+		sha, err := b.Flux.Git.Commit("bump settings", map[string]string{"infra/configs/settings.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cluster-settings\n  namespace: infra\ndata:\n  greeting: hi\n"})
+		require.NoError(t, err)
+		require.NoError(t, b.RequestReconcile(ctx, bed.GitRepositoryGVR, "flux-system", "flux-system"))
+		start := time.Now()
+		res, code := call("flux_status", map[string]any{"wait": true, "wait_for_revision": sha[:12], "wait_timeout": 120})
+		require.Equal(t, 0, code, res["msg"])
+		t.Logf("flux_status wait for the pushed revision: %s", time.Since(start).Round(100*time.Millisecond))
+		assert.Equal(t, true, res["ready"])
+		assert.Empty(t, res["failing"])
+		src := res["sources"].([]any)[0].(map[string]any)
+		revision = src["revision"].(string)
+		assert.True(t, strings.HasSuffix(revision, sha))
+		var names []string
+		for _, k := range res["kustomizations"].([]any) {
+			names = append(names, k.(map[string]any)["name"].(string))
+		}
+		assert.ElementsMatch(t, []string{"flux-system", "infra-controllers", "infra-configs", "apps"}, names)
+	})
+
+	t.Run("flux_status names what fails, and a wait says why", func(t *testing.T) {
+		_, err := b.Flux.Git.Commit("break apps", map[string]string{"apps/broken.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: broken\n  namespace: does-not-exist\n"})
+		require.NoError(t, err)
+		require.NoError(t, b.RequestReconcile(ctx, bed.GitRepositoryGVR, "flux-system", "flux-system"))
+		require.Eventually(t, func() bool {
+			res, code := call("flux_status", map[string]any{})
+			return code == 0 && len(res["failing"].([]any)) > 0
+		}, time.Minute, time.Second)
+		res, code := call("flux_status", map[string]any{"wait": true, "wait_timeout": 3})
+		assert.Equal(t, 1, code)
+		assert.Contains(t, res["msg"], "Flux not ready after 3s:")
+		assert.Contains(t, res["msg"], "Kustomization/flux-system/apps")
+		assert.Contains(t, fmt.Sprint(res["events"]), "Kustomization/flux-system/apps")
+	})
+
+	t.Run("flux_instance not Ready fails with conditions and events", func(t *testing.T) {
+		res, code := call("flux_instance", map[string]any{"definition": instance("does/not/exist"), "require_secrets": []any{"flux-system/git-deploy-key"}, "wait_timeout": 20})
+		assert.Equal(t, 1, code)
+		assert.Contains(t, res["msg"], "FluxInstance flux-system/flux not Ready after 20s")
+		assert.NotEmpty(t, res["conditions"])
+	})
+
+	t.Run("no secret in any output", func(t *testing.T) {
+		all := strings.Join(outputs, "\n")
+		for _, line := range strings.Split(strings.TrimSpace(string(deployKey)), "\n") {
+			if len(line) > 20 {
+				assert.NotContains(t, all, line)
+			}
+		}
+	})
+}
+
+func resourceVersion(raw []byte) string {
+	i := strings.Index(string(raw), `"resourceVersion":"`)
+	if i < 0 {
+		return ""
+	}
+	rest := string(raw[i+len(`"resourceVersion":"`):])
+	return rest[:strings.IndexByte(rest, '"')]
+}
