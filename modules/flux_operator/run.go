@@ -312,9 +312,7 @@ func (h *helm) recover(a args, rel *release.Release) (string, error) {
 		}
 	}
 	if lastDeployed == 0 {
-		un := action.NewUninstall(h.cfg)
-		un.Wait, un.Timeout = a.Wait, time.Duration(a.WaitTimeout)*time.Second
-		if _, err := un.Run(a.ReleaseName); err != nil {
+		if err := h.uninstallRelease(context.Background(), a, rel); err != nil {
 			return "", fmt.Errorf("recover %s from %s by uninstalling it: %w", a.ReleaseName, rel.Info.Status, err)
 		}
 		return fmt.Sprintf("uninstalled revision %d, left %s, to install it afresh", rel.Version, rel.Info.Status), nil
@@ -345,10 +343,44 @@ func (h *helm) uninstall(a args, current *release.Release, res *ansible.Result, 
 	if checkMode {
 		return nil
 	}
-	un := action.NewUninstall(h.cfg)
-	un.Wait, un.Timeout = a.Wait, time.Duration(a.WaitTimeout)*time.Second
-	if _, err := un.Run(a.ReleaseName); err != nil {
+	if err := h.uninstallRelease(context.Background(), a, current); err != nil {
 		return fmt.Errorf("uninstall %s: %w", a.ReleaseName, err)
+	}
+	return nil
+}
+
+// uninstallRelease uninstalls and, with wait, polls until the release's
+// Deployments are gone. (Helm's own wait can miss a deletion that happens
+// before its watch starts and then sits out the whole timeout.)
+func (h *helm) uninstallRelease(ctx context.Context, a args, rel *release.Release) error {
+	un := action.NewUninstall(h.cfg)
+	un.Timeout = time.Duration(a.WaitTimeout) * time.Second
+	if _, err := un.Run(a.ReleaseName); err != nil {
+		return err
+	}
+	if !a.Wait {
+		return nil
+	}
+	deployments := schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+	for _, m := range releaseutil.SplitManifests(rel.Manifest) {
+		var obj unstructured.Unstructured
+		if err := yaml.Unmarshal([]byte(m), &obj.Object); err != nil || obj.GetKind() != "Deployment" {
+			continue
+		}
+		ns := obj.GetNamespace()
+		if ns == "" {
+			ns = rel.Namespace
+		}
+		gone, err := kube.Poll(ctx, 500*time.Millisecond, un.Timeout, func(ctx context.Context) (bool, error) {
+			live, err := h.kube.Get(ctx, deployments, ns, obj.GetName())
+			return live == nil, err
+		})
+		if err != nil {
+			return err
+		}
+		if !gone {
+			return fmt.Errorf("Deployment %s/%s still exists %s after the uninstall", ns, obj.GetName(), un.Timeout)
+		}
 	}
 	return nil
 }
