@@ -10,6 +10,7 @@ import (
 	"runtime/debug"
 	"sort"
 	"strings"
+	"time"
 )
 
 // Module describes a module: its options (the spec) and the prose that goes
@@ -41,6 +42,20 @@ type Request struct {
 
 	secrets  []string
 	warnings []string
+	progress []string
+	started  time.Time
+}
+
+// Progress records what a long step is doing (what is awaited, its
+// current condition). Ansible shows no output while a module runs, so the
+// lines are returned as the result's progress key, which ansible-playbook
+// prints under -v. A line equal to the previous one is not repeated.
+func (r *Request) Progress(format string, args ...any) {
+	line := fmt.Sprintf(format, args...)
+	if n := len(r.progress); n > 0 && strings.HasSuffix(r.progress[n-1], "] "+line) {
+		return
+	}
+	r.progress = append(r.progress, fmt.Sprintf("[%5.1fs] %s", time.Since(r.started).Seconds(), line))
 }
 
 // Decode fills out (a pointer to a struct with json tags) from the
@@ -175,7 +190,7 @@ func prepare(m *Module, args []string) (*Request, map[string]any, bool) {
 	if err != nil {
 		return nil, failure("%v", err), false
 	}
-	req := &Request{Module: m.Name}
+	req := &Request{Module: m.Name, started: time.Now()}
 	options := map[string]any{}
 	for k, val := range raw {
 		if !strings.HasPrefix(k, "_ansible_") {
@@ -263,6 +278,9 @@ func (r *Request) result(res *Result, err error) map[string]any {
 	}
 	if len(res.Deprecations) > 0 {
 		out["deprecations"] = res.Deprecations
+	}
+	if len(r.progress) > 0 && (r.Verbosity > 0 || err != nil) {
+		out["progress"] = r.progress
 	}
 	return out
 }

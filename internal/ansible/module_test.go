@@ -301,3 +301,18 @@ func TestRequiredOneOfAndAnyOf(t *testing.T) {
 	_, code, _ = ansibletest.Run(t, m, echo, map[string]any{"src": "x", "state": "absent", "b": "1"})
 	assert.Equal(t, 0, code, "any one requirement is enough")
 }
+
+func TestProgressUnderVerbosity(t *testing.T) {
+	waits := func(_ context.Context, req *ansible.Request) (*ansible.Result, error) {
+		req.Progress("waiting for %s", "x")
+		req.Progress("waiting for %s", "x")
+		req.Progress("x is Ready")
+		return &ansible.Result{}, nil
+	}
+	res, _, _ := ansibletest.Run(t, testModule, waits, map[string]any{"name": "n"})
+	assert.NotContains(t, res, "progress", "quiet without -v")
+	res, _, _ = ansibletest.Run(t, testModule, waits, map[string]any{"name": "n", "_ansible_verbosity": 1})
+	progress := res["progress"].([]any)
+	require.Len(t, progress, 2, "a repeated line is not repeated")
+	assert.Regexp(t, `^\[ *\d+\.\ds\] waiting for x$`, progress[0])
+}

@@ -103,7 +103,7 @@ func run(ctx context.Context, req *ansible.Request) (*ansible.Result, error) {
 	if a.State == "absent" {
 		return res, remove(ctx, clients, a, res, req.CheckMode, timeout)
 	}
-	if err := waitForOperator(ctx, clients, a, res, timeout, req.CheckMode); err != nil {
+	if err := waitForOperator(ctx, clients, a, req, res, timeout, req.CheckMode); err != nil {
 		return res, err
 	}
 	if err := checkSecrets(ctx, clients, a.RequireSecrets); err != nil {
@@ -138,7 +138,7 @@ func run(ctx context.Context, req *ansible.Request) (*ansible.Result, error) {
 		}
 	}
 	if a.Wait && !req.CheckMode {
-		if current, err = waitReady(ctx, clients, current, timeout, res); err != nil {
+		if current, err = waitReady(ctx, clients, current, timeout, req, res); err != nil {
 			return res, err
 		}
 	}
@@ -178,7 +178,7 @@ func render(obj *unstructured.Unstructured) string {
 
 // waitForOperator waits until the FluxInstance CRD is established and the
 // operator Deployment is available.
-func waitForOperator(ctx context.Context, c *kube.Clients, a args, res *ansible.Result, timeout time.Duration, checkMode bool) error {
+func waitForOperator(ctx context.Context, c *kube.Clients, a args, req *ansible.Request, res *ansible.Result, timeout time.Duration, checkMode bool) error {
 	var last string
 	deployment := a.OperatorNamespace + "/" + a.OperatorDeployment
 	ready, err := kube.Poll(ctx, time.Second, timeout, func(ctx context.Context) (bool, error) {
@@ -205,7 +205,10 @@ func waitForOperator(ctx context.Context, c *kube.Clients, a args, res *ansible.
 			return false, nil
 		}
 		return true, nil
-	})
+	}, func() { req.Progress("waiting for the Flux Operator: %s", last) })
+	if ready {
+		req.Progress("the Flux Operator is ready (CRD established, %s available)", deployment)
+	}
 	if err != nil || ready {
 		return err
 	}
@@ -248,7 +251,7 @@ func checkSecrets(ctx context.Context, c *kube.Clients, required []string) error
 // waitReady waits until the instance is Ready for its generation; on
 // timeout the error carries its Ready condition, and the result its
 // conditions and recent events.
-func waitReady(ctx context.Context, c *kube.Clients, obj *unstructured.Unstructured, timeout time.Duration, res *ansible.Result) (*unstructured.Unstructured, error) {
+func waitReady(ctx context.Context, c *kube.Clients, obj *unstructured.Unstructured, timeout time.Duration, req *ansible.Request, res *ansible.Result) (*unstructured.Unstructured, error) {
 	ns := obj.GetNamespace()
 	var last *unstructured.Unstructured
 	ready, err := kube.Poll(ctx, time.Second, timeout, func(ctx context.Context) (bool, error) {
@@ -265,8 +268,14 @@ func waitReady(ctx context.Context, c *kube.Clients, obj *unstructured.Unstructu
 			}
 		}
 		return r.Ready, nil
+	}, func() {
+		if last != nil {
+			r := kube.ReadinessOf(last)
+			req.Progress("waiting for FluxInstance %s/%s: Ready=%s %s: %s", ns, instanceName, r.Status, r.Reason, r.Message)
+		}
 	})
 	if ready {
+		req.Progress("FluxInstance %s/%s is Ready", ns, instanceName)
 		return last, nil
 	}
 	if last != nil {
@@ -340,7 +349,7 @@ func remove(ctx context.Context, c *kube.Clients, a args, res *ansible.Result, c
 	gone, err := kube.Poll(ctx, time.Second, timeout, func(ctx context.Context) (bool, error) {
 		o, err := c.Get(ctx, instanceGVR, ns, instanceName)
 		return o == nil, err
-	})
+	}, nil)
 	if err == nil && !gone {
 		err = fmt.Errorf("FluxInstance %s/flux still exists after %s (the operator's finalizer has not finished uninstalling Flux)", ns, timeout)
 	}

@@ -125,6 +125,22 @@ func TestFluxOperatorAgainstRegistryAndAPIServer(t *testing.T) {
 		assert.Equal(t, false, res["changed"])
 	})
 
+	t.Run("a release left pending-install is reinstalled", func(t *testing.T) {
+		res, code := op(base("0.59.0", nil))
+		require.Equal(t, 0, code, res["msg"])
+		h, err := newHelm(args{Connection: connection(b.Kubeconfig), ReleaseNamespace: "flux-system", PlainHTTP: true}, t.TempDir())
+		require.NoError(t, err)
+		rel, err := h.cfg.Releases.Last("flux-operator")
+		require.NoError(t, err)
+		rel.Info.Status = release.StatusPendingInstall
+		require.NoError(t, h.cfg.Releases.Update(rel))
+
+		res, code = op(base("0.59.0", nil))
+		require.Equal(t, 0, code, res["msg"])
+		assert.Contains(t, res["recovered"], "uninstalled revision 1, left pending-install")
+		assert.Equal(t, "deployed", res["release"].(map[string]any)["status"])
+	})
+
 	t.Run("a missing chart version fails clearly", func(t *testing.T) {
 		res, code := op(base("9.9.9", nil))
 		assert.Equal(t, 1, code)

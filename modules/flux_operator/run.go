@@ -374,7 +374,7 @@ func (h *helm) uninstallRelease(ctx context.Context, a args, rel *release.Releas
 		gone, err := kube.Poll(ctx, 500*time.Millisecond, un.Timeout, func(ctx context.Context) (bool, error) {
 			live, err := h.kube.Get(ctx, deployments, ns, obj.GetName())
 			return live == nil, err
-		})
+		}, nil)
 		if err != nil {
 			return err
 		}

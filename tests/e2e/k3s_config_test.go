@@ -58,12 +58,14 @@ func TestK3sConfigOverSSH(t *testing.T) {
 	assert.Less(t, info.Size(), int64(3<<20), "the node-side binary stays under 3 MB")
 	t.Logf("k3s_config binary: %.2f MB", float64(info.Size())/(1<<20))
 
-	doc := exec.Command("ansible-doc", "-t", "module", "gitops.k3s_flux.k3s_config")
-	doc.Env = c.env(t)
-	out, err := doc.CombinedOutput()
-	require.NoError(t, err, "ansible-doc: %s", out)
-	assert.Contains(t, string(out), "cluster_init")
-	assert.Contains(t, string(out), "restart_needed")
+	for module, option := range map[string]string{"k3s_config": "cluster_init", "flux_operator": "chart_version",
+		"seed_secret": "git_deploy_key", "flux_instance": "require_secrets", "flux_status": "wait_for_revision"} {
+		doc := exec.Command("ansible-doc", "-t", "module", "gitops.k3s_flux."+module)
+		doc.Env = c.env(t)
+		out, err := doc.CombinedOutput()
+		require.NoError(t, err, "ansible-doc %s: %s", module, out)
+		assert.Contains(t, string(out), option, module)
+	}
 
 	bed, err := testhosts.Up(testhosts.Options{Name: "k3sfe", Subnet: "10.213.1", Dir: filepath.Join(t.TempDir(), "bed"), Controllers: 1, Workers: 2})
 	require.NoError(t, err)

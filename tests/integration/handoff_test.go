@@ -77,8 +77,10 @@ func TestHandOff(t *testing.T) {
 
 	t.Run("flux_instance applies and waits for Ready", func(t *testing.T) {
 		start := time.Now()
-		res, code := call("flux_instance", map[string]any{"definition": instance("clusters/test"), "require_secrets": []any{"flux-system/git-deploy-key"}, "wait_timeout": 120})
+		res, code := call("flux_instance", map[string]any{"definition": instance("clusters/test"), "require_secrets": []any{"flux-system/git-deploy-key"},
+			"wait_timeout": 120, "_ansible_verbosity": 1})
 		require.Equal(t, 0, code, res["msg"])
+		assert.Contains(t, fmt.Sprint(res["progress"]), "FluxInstance flux-system/flux is Ready", "progress shows under -v")
 		t.Logf("flux_instance apply and wait: %s", time.Since(start).Round(100*time.Millisecond))
 		assert.Equal(t, true, res["changed"])
 		assert.Equal(t, true, res["ready"])
