@@ -53,7 +53,7 @@ deps: ## Install the Debian packages the tests need (when missing)
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
 
-demo: deps testbed-bin build ## Start the local test bed (SSH hosts, API server, registry, Flux) and run the example play
+demo: deps testbed-bin build ## Start the local test bed and run the example plays (k3s_config over SSH, the hand-off to Flux)
 	go run ./tests/testbed up
 	ANSIBLE_COLLECTIONS_PATH=$(CURDIR)/.generated/collections bash tests/demo.sh
 

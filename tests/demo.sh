@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# make demo: install the freshly built collection and run the example play
-# against the test bed's SSH test hosts (go run ./tests/testbed up ran first).
+# make demo: install the freshly built collection, then run the example plays against the
+# test bed (go run ./tests/testbed up ran first): k3s_config on the SSH test hosts, and the
+# hand-off to Flux (operator, seed Secrets, FluxInstance, status) against its API server.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 generated=.generated
@@ -10,24 +11,48 @@ chmod 700 "$generated"
 make --no-print-directory collection >/dev/null
 ansible-galaxy collection install --force -p "$generated/collections" dist/gitops-k3s_flux-*.tar.gz >/dev/null
 
-# A random cluster token, kept 0600 beside the other generated files.
+status="$(go run ./tests/testbed status)"
+field() { python3 -c 'import json,sys; print(json.loads(sys.argv[1])[sys.argv[2]])' "$status" "$1"; }
+
+# A random cluster token and an age key, kept 0600 beside the other generated files.
 token_file="$generated/demo-token.yml"
 if [ ! -f "$token_file" ]; then
   (umask 077 && printf 'k3s_token: "K10%s"\n' "$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')" >"$token_file")
 fi
+age_file="$generated/demo-age.agekey"
+if [ ! -f "$age_file" ]; then
+  (umask 077 && go run filippo.io/age/cmd/age-keygen@v1.3.2 -o "$age_file" 2>/dev/null)
+fi
+# The FluxInstance of examples/flux/cluster.yaml, pointed at the test bed's git server.
+python3 - "$(field git_ssh_url)" >"$generated/demo-cluster.yaml" <<'PY'
+import sys
+url = sys.argv[1]
+text = open("examples/flux/cluster.yaml").read()
+text = text.replace("ssh://git@github.com/example-org/home-ops.git", url).replace("path: flux", "path: clusters/test")
+print(text, end="")
+PY
 
-inventory="${TMPDIR:-/tmp}/k3sf-testbed/inventory.ini"
 export ANSIBLE_COLLECTIONS_PATH="$PWD/$generated/collections" ANSIBLE_NOCOLOR=1
+inventory="$(field inventory)"
 for run in first second; do
   echo "== ansible-playbook examples/k3s_config.yml ($run run)"
   ansible-playbook -i "$inventory" examples/k3s_config.yml -e @examples/k3s_config_vars.yml -e @"$token_file" --diff
 done
+echo "== ansible-playbook examples/k3s_install.yml (the k3s stand-in, served by the test bed)"
+ansible-playbook -i "$inventory" examples/k3s_install.yml -e k3s_install_url="$(field k3s_install_url)"
+for run in first second; do
+  echo "== ansible-playbook examples/handoff.yml ($run run)"
+  ansible-playbook examples/handoff.yml -e ansible_python_interpreter=/usr/bin/python3 \
+    -e kubeconfig="$(field kubeconfig)" -e flux_operator_chart_ref="$(field chart_ref)" -e flux_operator_plain_http=true \
+    -e git_deploy_key_file="$(field git_deploy_key)" -e git_known_hosts="$(field git_known_hosts)" \
+    -e sops_age_key_file="$PWD/$age_file" -e flux_instance_src="$PWD/$generated/demo-cluster.yaml"
+done
 
 cat <<EOT
 
-The second run changed nothing. Look around:
-  ansible-doc gitops.k3s_flux.k3s_config   (with ANSIBLE_COLLECTIONS_PATH=$PWD/$generated/collections)
+Both second runs changed nothing. The test bed keeps running:
+  kubeconfig: $(field kubeconfig)
+  ANSIBLE_COLLECTIONS_PATH=$PWD/$generated/collections ansible-doc gitops.k3s_flux.flux_status
   go run ./tests/testbed status
-  nsenter -t \$(pgrep -f 'hosts/node2/ssh/sshd_config' | head -1) -m cat /etc/rancher/k3s/config.yaml
-  make demo-down                            (removes the test hosts)
+  make demo-down     (stops the test bed)
 EOT

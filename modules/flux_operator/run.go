@@ -21,6 +21,7 @@ import (
 	"helm.sh/helm/v3/pkg/storage/driver"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"sigs.k8s.io/yaml"
 
@@ -210,6 +211,22 @@ func (h *helm) lastRelease(name string) (*release.Release, error) {
 // adoptedBy tells whether Flux's helm-controller manages the release: its
 // objects carry helm.toolkit.fluxcd.io/name.
 func (h *helm) adoptedBy(ctx context.Context, rel *release.Release) (string, bool, error) {
+	for _, d := range releaseDeployments(rel) {
+		live, err := h.kube.Get(ctx, deploymentGVR, d.Namespace, d.Name)
+		if err != nil || live == nil {
+			return "", false, err
+		}
+		by, adopted := kube.FluxOwned(live)
+		return by, adopted, nil
+	}
+	return "", false, nil
+}
+
+var deploymentGVR = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+
+// releaseDeployments lists the Deployments a release's manifest holds.
+func releaseDeployments(rel *release.Release) []types.NamespacedName {
+	var out []types.NamespacedName
 	for _, m := range releaseutil.SplitManifests(rel.Manifest) {
 		var obj unstructured.Unstructured
 		if err := yaml.Unmarshal([]byte(m), &obj.Object); err != nil || obj.GetKind() != "Deployment" {
@@ -219,14 +236,9 @@ func (h *helm) adoptedBy(ctx context.Context, rel *release.Release) (string, boo
 		if ns == "" {
 			ns = rel.Namespace
 		}
-		live, err := h.kube.Get(ctx, schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}, ns, obj.GetName())
-		if err != nil || live == nil {
-			return "", false, err
-		}
-		by, adopted := kube.FluxOwned(live)
-		return by, adopted, nil
+		out = append(out, types.NamespacedName{Namespace: ns, Name: obj.GetName()})
 	}
-	return "", false, nil
+	return out
 }
 
 // loadChart finds the chart (OCI, repository, local) at the pinned version.
@@ -361,25 +373,16 @@ func (h *helm) uninstallRelease(ctx context.Context, a args, rel *release.Releas
 	if !a.Wait {
 		return nil
 	}
-	deployments := schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
-	for _, m := range releaseutil.SplitManifests(rel.Manifest) {
-		var obj unstructured.Unstructured
-		if err := yaml.Unmarshal([]byte(m), &obj.Object); err != nil || obj.GetKind() != "Deployment" {
-			continue
-		}
-		ns := obj.GetNamespace()
-		if ns == "" {
-			ns = rel.Namespace
-		}
+	for _, d := range releaseDeployments(rel) {
 		gone, err := kube.Poll(ctx, 500*time.Millisecond, un.Timeout, func(ctx context.Context) (bool, error) {
-			live, err := h.kube.Get(ctx, deployments, ns, obj.GetName())
+			live, err := h.kube.Get(ctx, deploymentGVR, d.Namespace, d.Name)
 			return live == nil, err
 		}, nil)
 		if err != nil {
 			return err
 		}
 		if !gone {
-			return fmt.Errorf("Deployment %s/%s still exists %s after the uninstall", ns, obj.GetName(), un.Timeout)
+			return fmt.Errorf("Deployment %s still exists %s after the uninstall", d, un.Timeout)
 		}
 	}
 	return nil
