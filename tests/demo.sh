@@ -40,12 +40,25 @@ for run in first second; do
 done
 echo "== ansible-playbook examples/k3s_install.yml (the k3s stand-in, served by the test bed)"
 ansible-playbook -i "$inventory" examples/k3s_install.yml -e k3s_install_url="$(field k3s_install_url)"
+# The hand-off's variables, as JSON: -e key=value would split the known_hosts line.
+python3 - "$status" "$PWD" >"$generated/demo-handoff.json" <<'PY'
+import json, sys
+s, cwd = json.loads(sys.argv[1]), sys.argv[2]
+json.dump({
+    "ansible_python_interpreter": "/usr/bin/python3",
+    "kubeconfig": s["kubeconfig"],
+    "flux_operator_chart_ref": s["chart_ref"],
+    "flux_operator_plain_http": True,
+    "git_deploy_key_file": s["git_deploy_key"],
+    "git_known_hosts": s["git_known_hosts"],
+    "sops_age_key_file": cwd + "/.generated/demo-age.agekey",
+    "flux_instance_src": cwd + "/.generated/demo-cluster.yaml",
+}, sys.stdout, indent=2)
+PY
+chmod 600 "$generated/demo-handoff.json"
 for run in first second; do
   echo "== ansible-playbook examples/handoff.yml ($run run)"
-  ansible-playbook examples/handoff.yml -e ansible_python_interpreter=/usr/bin/python3 \
-    -e kubeconfig="$(field kubeconfig)" -e flux_operator_chart_ref="$(field chart_ref)" -e flux_operator_plain_http=true \
-    -e git_deploy_key_file="$(field git_deploy_key)" -e git_known_hosts="$(field git_known_hosts)" \
-    -e sops_age_key_file="$PWD/$age_file" -e flux_instance_src="$PWD/$generated/demo-cluster.yaml"
+  ansible-playbook -i localhost, examples/handoff.yml -e @"$generated/demo-handoff.json"
 done
 
 cat <<EOT
