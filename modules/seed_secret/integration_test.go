@@ -150,6 +150,34 @@ func TestSeedSecretAgainstAPIServer(t *testing.T) {
 		assert.Equal(t, true, res["changed"])
 	})
 
+	t.Run("a changed type needs force, and check mode reports the replacement", func(t *testing.T) {
+		typed := func(extra map[string]any) map[string]any {
+			args := map[string]any{"secrets": []any{map[string]any{"name": "infisical-universal-auth", "namespace": "platform",
+				"type": "kubernetes.io/basic-auth", "string_data": map[string]any{"username": "infisical-user", "password": clientSecret}}}}
+			for k, v := range extra {
+				args[k] = v
+			}
+			return args
+		}
+		_, err := kc.CoreV1().Secrets("platform").Patch(ctx, "infisical-universal-auth", types.MergePatchType,
+			[]byte(`{"metadata":{"labels":{"kustomize.toolkit.fluxcd.io/name":null}}}`), metav1.PatchOptions{})
+		require.NoError(t, err, "no longer adopted")
+		res, code := runSeed(typed(nil))
+		assert.Equal(t, 1, code)
+		assert.Contains(t, res["msg"], "a Secret's type cannot change; delete it or set force=true to replace it")
+		res, code = runSeed(typed(map[string]any{"force": true, "_ansible_check_mode": true}))
+		require.Equal(t, 0, code, res["msg"])
+		assert.Equal(t, true, res["changed"])
+		sec, err := kc.CoreV1().Secrets("platform").Get(ctx, "infisical-universal-auth", metav1.GetOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, "Opaque", string(sec.Type), "check mode replaced nothing")
+		res, code = runSeed(typed(map[string]any{"force": true}))
+		require.Equal(t, 0, code, res["msg"])
+		sec, err = kc.CoreV1().Secrets("platform").Get(ctx, "infisical-universal-auth", metav1.GetOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, "kubernetes.io/basic-auth", string(sec.Type))
+	})
+
 	t.Run("state absent deletes the secrets", func(t *testing.T) {
 		args := seed(clientSecret)
 		args["state"], args["force"] = "absent", true

@@ -217,10 +217,14 @@ func applySecret(ctx context.Context, c *kube.Clients, s secretSpec, data map[st
 			if !force {
 				return r, nil, fmt.Errorf("Secret %s/%s has type %s, not %s: a Secret's type cannot change; delete it or set force=true to replace it", s.Namespace, s.Name, curType, s.Type)
 			}
-			if !checkMode {
-				if err := c.Typed.CoreV1().Secrets(s.Namespace).Delete(ctx, s.Name, metav1.DeleteOptions{}); err != nil {
-					return r, nil, fmt.Errorf("replace Secret %s/%s: %w", s.Namespace, s.Name, err)
-				}
+			if checkMode {
+				// A dry-run apply would fail on the immutable type; the
+				// replacement itself is what check mode reports.
+				r.Changed = true
+				return r, secretDiff(s, before, data), nil
+			}
+			if err := c.Typed.CoreV1().Secrets(s.Namespace).Delete(ctx, s.Name, metav1.DeleteOptions{}); err != nil {
+				return r, nil, fmt.Errorf("replace Secret %s/%s: %w", s.Namespace, s.Name, err)
 			}
 			current, before = nil, nil
 		} else if sameData(before, data, ownedKeys(current)) {

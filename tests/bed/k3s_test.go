@@ -96,6 +96,16 @@ func TestK3sStandIn(t *testing.T) {
 		assert.Error(t, err, "no node registered")
 	})
 
+	t.Run("a token given on the command line is masked in the invocation log", func(t *testing.T) {
+		writeConfig(agent, "server: https://"+server.Addr+":6443\n")
+		_, err := install(agent, "INSTALL_K3S_EXEC=agent K3S_TOKEN=cli-secret-token")
+		require.Error(t, err, "a wrong token does not join")
+		log, err := agent.Exec("cat /var/lib/rancher/k3s/standin/invocations.log")
+		require.NoError(t, err)
+		assert.NotContains(t, log, "cli-secret-token")
+		assert.Contains(t, log, `"--token","********"`)
+	})
+
 	t.Run("an agent with a server-only key does not start", func(t *testing.T) {
 		writeConfig(agent, "server: https://"+server.Addr+":6443\ntoken: "+token+"\ncluster-init: true\n")
 		out, err := install(agent, "INSTALL_K3S_EXEC=agent")

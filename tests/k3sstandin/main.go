@@ -137,10 +137,11 @@ func record(role string, cli, fromConfig, warnings []string, parseErr error) {
 		out := make([]string, len(args))
 		for i, a := range args {
 			out[i] = a
-			for _, secret := range []string{"--token=", "-t=", "--agent-token="} {
-				if strings.HasPrefix(a, secret) {
-					out[i] = secret + "********"
-				}
+			if i > 0 && isSecretFlag(args[i-1]) {
+				out[i] = "********" // the value of "--token X"
+			}
+			if name, _, ok := strings.Cut(a, "="); ok && isSecretFlag(name) {
+				out[i] = name + "=********"
 			}
 		}
 		return out
@@ -158,4 +159,13 @@ func record(role string, cli, fromConfig, warnings []string, parseErr error) {
 	}
 	defer f.Close()
 	_, _ = f.Write(append(raw, '\n'))
+}
+
+// isSecretFlag tells whether a flag's value is a credential.
+func isSecretFlag(arg string) bool {
+	switch strings.TrimLeft(arg, "-") {
+	case "token", "t", "agent-token", "etcd-s3-secret-key", "etcd-s3-access-key", "etcd-s3-session-token":
+		return true
+	}
+	return false
 }
