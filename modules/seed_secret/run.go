@@ -206,7 +206,9 @@ func applySecret(ctx context.Context, c *kube.Clients, s secretSpec, data map[st
 		return r, nil, err
 	}
 	var before map[string][]byte
+	owned := map[string]bool{} // data keys this module applied before
 	if current != nil {
+		owned = ownedKeys(current)
 		if by, adopted := kube.FluxOwned(current); adopted && !force {
 			r.Adopted, r.AdoptedBy = true, by
 			return r, nil, nil
@@ -226,18 +228,14 @@ func applySecret(ctx context.Context, c *kube.Clients, s secretSpec, data map[st
 			if err := c.Typed.CoreV1().Secrets(s.Namespace).Delete(ctx, s.Name, metav1.DeleteOptions{}); err != nil {
 				return r, nil, fmt.Errorf("replace Secret %s/%s: %w", s.Namespace, s.Name, err)
 			}
-			current, before = nil, nil
-		} else if sameData(before, data, ownedKeys(current)) {
+			current, before, owned = nil, nil, map[string]bool{}
+		} else if sameData(before, data, owned) {
 			return r, nil, nil
 		}
 	}
 	r.Changed = true
 	// What the Secret will hold: keys other managers own stay.
 	after := map[string][]byte{}
-	owned := map[string]bool{}
-	if current != nil {
-		owned = ownedKeys(current)
-	}
 	for k, v := range before {
 		if !owned[k] {
 			after[k] = v

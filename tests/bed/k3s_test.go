@@ -57,7 +57,7 @@ func TestK3sStandIn(t *testing.T) {
 		assert.NotContains(t, log, token, "the invocation log masks the token")
 		_, err = server.Exec("ls /etc/rancher/k3s/k3s.yaml")
 		require.NoError(t, err)
-		require.NoError(t, waitNodeReady(ctx, kc, "node1"))
+		require.NoError(t, bed.WaitNodeReady(ctx, kc, "node1"))
 		n, err := kc.CoreV1().Nodes().Get(ctx, "node1", metav1.GetOptions{})
 		require.NoError(t, err)
 		assert.Equal(t, "a", n.Labels["zone"])
@@ -127,7 +127,7 @@ func TestK3sStandIn(t *testing.T) {
 			"\nnode-label:\n  - disk=ssd\nnode-taint:\n  - dedicated=storage:NoSchedule\n")
 		out, err := install(agent, "INSTALL_K3S_EXEC=agent")
 		require.NoError(t, err, out)
-		require.NoError(t, waitNodeReady(ctx, kc, "node2"))
+		require.NoError(t, bed.WaitNodeReady(ctx, kc, "node2"))
 		n, err := kc.CoreV1().Nodes().Get(ctx, "node2", metav1.GetOptions{})
 		require.NoError(t, err)
 		assert.Equal(t, "ssd", n.Labels["disk"])
@@ -146,22 +146,4 @@ func TestK3sStandIn(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, "active\n", active)
 	})
-}
-
-func waitNodeReady(ctx context.Context, kc kubernetes.Interface, name string) error {
-	for {
-		n, err := kc.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-		if err == nil {
-			for _, c := range n.Status.Conditions {
-				if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
-					return nil
-				}
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("node %s not Ready: %w (last error %v)", name, ctx.Err(), err)
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
 }

@@ -57,17 +57,30 @@ func (b *Bed) AddNode(ctx context.Context, name string) error {
 	if _, err := kc.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create node %s: %w", name, err)
 	}
+	return WaitNodeReady(ctx, kc, name)
+}
+
+// NodeReady tells whether the Node's Ready condition is True.
+func NodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
+
+// WaitNodeReady waits until the named Node exists and is Ready.
+func WaitNodeReady(ctx context.Context, kc kubernetes.Interface, name string) error {
 	return waitFor(ctx, "node "+name+" Ready", 200*time.Millisecond, func() error {
 		n, err := kc.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
-		for _, c := range n.Status.Conditions {
-			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
-				return nil
-			}
+		if !NodeReady(n) {
+			return fmt.Errorf("node %s not Ready", name)
 		}
-		return fmt.Errorf("node %s not Ready", name)
+		return nil
 	})
 }
 

@@ -12,7 +12,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -59,12 +58,8 @@ func TestK8sPlay(t *testing.T) {
 		if err != nil || len(nodes.Items) != 3 {
 			return false
 		}
-		for _, n := range nodes.Items {
-			ready := false
-			for _, cond := range n.Status.Conditions {
-				ready = ready || (cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue)
-			}
-			if !ready {
+		for i := range nodes.Items {
+			if !bed.NodeReady(&nodes.Items[i]) {
 				return false
 			}
 		}
