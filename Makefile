@@ -12,7 +12,7 @@ GO_BUILD := CGO_ENABLED=0 GOOS=linux go build -trimpath -ldflags "-s -w"
 # ip/nsenter/unshare to make them, git for the collection build.
 APT_PACKAGES := ansible-core openssh-server openssh-client iproute2 util-linux git curl
 
-.PHONY: help build docs test test-unit test-integration test-e2e testbed-bin collection deps demo demo-down clean
+.PHONY: help build docs test test-unit test-integration test-e2e testbed-bin collection deps demo demo-collection demo-down clean
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-17s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -53,9 +53,13 @@ deps: ## Install the Debian packages the tests need (when missing)
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
 
-demo: deps testbed-bin build ## Start the local test bed and run the example plays (k3s_config over SSH, the hand-off to Flux)
+demo: deps testbed-bin demo-collection ## Start the local test bed and run playbooks/k8s.yml against it, twice
 	go run ./tests/testbed up
-	ANSIBLE_COLLECTIONS_PATH=$(CURDIR)/.generated/collections bash tests/demo.sh
+	bash tests/demo.sh
+
+demo-collection: collection ## Install the built collection into .generated/collections (where ansible.cfg looks)
+	@mkdir -p .generated && chmod 700 .generated
+	ansible-galaxy collection install --force -p .generated/collections $(TARBALL) >/dev/null
 
 demo-down: ## Tear the demo test bed down
 	go run ./tests/testbed down

@@ -22,7 +22,7 @@ var testModule = &ansible.Module{
 		Options: []ansible.Option{
 			{Name: "name", Required: true, Aliases: []string{"n"}},
 			{Name: "enabled", Type: ansible.TypeBool, Default: false},
-			{Name: "count", Type: ansible.TypeInt},
+			{Name: "count", Type: ansible.TypeInt, Positive: true},
 			{Name: "ratio", Type: ansible.TypeFloat},
 			{Name: "dest", Type: ansible.TypePath},
 			{Name: "state", Choices: []any{"present", "absent"}, Default: "present"},
@@ -82,6 +82,8 @@ func TestValidationErrors(t *testing.T) {
 			"Elements value for option 'ports' is of type <class 'str'> and we were unable to convert to int: <class 'str'> cannot be converted to an int"},
 		{"choices", map[string]any{"name": "x", "state": "gone"},
 			"value of state must be one of: present, absent, got: gone"},
+		{"positive", map[string]any{"name": "x", "count": 0},
+			"value of count must be a positive number, got: 0"},
 		{"mutually exclusive", map[string]any{"name": "x", "count": 1, "ratio": 2},
 			"parameters are mutually exclusive: count|ratio"},
 		{"required together", map[string]any{"name": "x", "a": "1"},

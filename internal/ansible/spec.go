@@ -28,6 +28,8 @@ type Option struct {
 	Required bool
 	Default  any
 	Choices  []any
+	// Positive requires an int option to be at least 1 (timeouts, counts).
+	Positive bool
 	Aliases  []string
 	NoLog    bool
 	// NoLogValues picks the secrets out of a value that is not secret as a

@@ -51,6 +51,7 @@ func (v *validation) validate(spec Spec, params map[string]any, ctx []string) ma
 	}
 	for _, o := range spec.Options {
 		v.checkChoices(o, params, ctx)
+		v.checkPositive(o, params, ctx)
 	}
 	v.checkRequiredTogether(spec.RequiredTogether, params, ctx)
 	v.checkRequiredOneOf(spec.RequiredOneOf, params, ctx)
@@ -256,6 +257,12 @@ func (v *validation) checkChoices(o Option, params map[string]any, ctx []string)
 	}
 	if !inChoices(val, o.Choices) {
 		v.fail(ctx, "value of %s must be one of: %s, got: %s", o.Name, strings.Join(choices, ", "), pyStr(val))
+	}
+}
+
+func (v *validation) checkPositive(o Option, params map[string]any, ctx []string) {
+	if n, ok := params[o.Name].(int); o.Positive && ok && n < 1 {
+		v.fail(ctx, "value of %s must be a positive number, got: %d", o.Name, n)
 	}
 }
 

@@ -32,7 +32,7 @@ var module = &ansible.Module{
 				Description: []string{"Whether the FluxInstance should exist."}},
 			ansible.Option{Name: "wait", Type: ansible.TypeBool, Default: true,
 				Description: []string{"Wait until the instance is Ready (or, with C(state=absent), gone)."}},
-			ansible.Option{Name: "wait_timeout", Type: ansible.TypeInt, Default: 300,
+			ansible.Option{Name: "wait_timeout", Type: ansible.TypeInt, Default: 300, Positive: true,
 				Description: []string{"How many seconds to wait, for the operator and for the instance."}},
 			ansible.Option{Name: "require_secrets", Type: ansible.TypeList, Elements: ansible.TypeStr, Default: []any{},
 				Description: []string{"Secrets, as C(namespace/name), that must exist before the instance is applied (for example C(flux-system/git-deploy-key), C(flux-system/sops-age)); the task fails naming every missing one, before applying."}},

@@ -83,9 +83,6 @@ func run(ctx context.Context, req *ansible.Request) (*ansible.Result, error) {
 	if err := req.Decode(&a); err != nil {
 		return nil, err
 	}
-	if a.WaitTimeout <= 0 {
-		return nil, fmt.Errorf("wait_timeout must be a positive number of seconds, got %d", a.WaitTimeout)
-	}
 	res := &ansible.Result{}
 	res.Set("adopted", false)
 	var desired *unstructured.Unstructured

@@ -40,7 +40,7 @@ var module = &ansible.Module{
 				Description: []string{"Values files on the controller, merged in order."}},
 			ansible.Option{Name: "wait", Type: ansible.TypeBool, Default: true,
 				Description: []string{"Wait until the release's resources are ready."}},
-			ansible.Option{Name: "wait_timeout", Type: ansible.TypeInt, Default: 300,
+			ansible.Option{Name: "wait_timeout", Type: ansible.TypeInt, Default: 300, Positive: true,
 				Description: []string{"How many seconds to wait."}},
 			ansible.Option{Name: "atomic", Type: ansible.TypeBool, Default: true,
 				Description: []string{"Roll a failed upgrade back (and remove a failed install), so that nothing half-installed is left."}},

@@ -29,7 +29,7 @@ var module = &ansible.Module{
 				Description: []string{"A revision the source must serve: a commit SHA (full or at least 7 characters), or a full Flux revision such as C(main@sha1:<sha>)."}},
 			ansible.Option{Name: "wait", Type: ansible.TypeBool, Default: false,
 				Description: []string{"Wait until nothing is failing (and the revision is served)."}},
-			ansible.Option{Name: "wait_timeout", Type: ansible.TypeInt, Default: 300, Aliases: []string{"timeout"},
+			ansible.Option{Name: "wait_timeout", Type: ansible.TypeInt, Default: 300, Positive: true, Aliases: []string{"timeout"},
 				Description: []string{"How many seconds to wait."}},
 		),
 	},

@@ -102,9 +102,6 @@ func run(ctx context.Context, req *ansible.Request) (*ansible.Result, error) {
 	if !ok || srcNS == "" || srcName == "" {
 		return nil, fmt.Errorf("source must be namespace/name, got %q", a.Source)
 	}
-	if a.WaitTimeout <= 0 {
-		return nil, fmt.Errorf("wait_timeout must be a positive number of seconds, got %d", a.WaitTimeout)
-	}
 	clients, err := a.Connection.NewClients()
 	if err != nil {
 		return nil, err

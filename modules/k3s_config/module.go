@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -95,6 +96,7 @@ var module = &ansible.Module{
 		{Name: "path", Description: []string{"The file written or removed."}, Returned: "always", Type: "str", Sample: DefaultPath},
 		{Name: "checksum", Description: []string{"sha256 of the rendered content (what the file holds after the task)."}, Returned: "when state is present", Type: "str", Sample: "0b5d7c7b3f5a8d0e2c1f4a6b9e8d7c6b5a4f3e2d1c0b9a8f7e6d5c4b3a2f1e0d"},
 		{Name: "restart_needed", Description: []string{"Whether the content k3s reads changed, so the k3s service must restart to use it. A mode or owner fix alone needs no restart."}, Returned: "always", Type: "bool", Sample: true},
+		{Name: "node_name", Description: []string{"The name k3s registers this node under: C(node-name) from C(config), else the host name in lower case. Empty when C(with-node-id) adds a random suffix."}, Returned: "when state is present", Type: "str", Sample: "node1"},
 		{Name: "backup_file", Description: []string{"The copy of the old file, when C(backup) made one."}, Returned: "changed and backup is true", Type: "str", Sample: "/etc/rancher/k3s/config.yaml.4242.2026-12-02@10:00:00~"},
 	},
 }
@@ -159,6 +161,7 @@ func run(_ context.Context, req *ansible.Request) (*ansible.Result, error) {
 		}
 		sum := sha256.Sum256(content)
 		res.Set("checksum", hex.EncodeToString(sum[:]))
+		res.Set("node_name", nodeName(a.Config, os.Hostname))
 	}
 
 	cur, err := readCurrent(path)
@@ -199,6 +202,22 @@ func run(_ context.Context, req *ansible.Request) (*ansible.Result, error) {
 		err = fixPermissions(path)
 	}
 	return res, err
+}
+
+// nodeName is the name k3s gives the node: node-name, else the host name,
+// lower-cased as k3s does; unknown ("") when with-node-id adds a suffix.
+func nodeName(config map[string]any, hostname func() (string, error)) string {
+	if id, _ := config["with-node-id"].(bool); id {
+		return ""
+	}
+	if name, ok := config["node-name"].(string); ok && name != "" {
+		return strings.ToLower(name)
+	}
+	h, err := hostname()
+	if err != nil {
+		return ""
+	}
+	return strings.ToLower(h)
 }
 
 // secretConfigValues lists the values of the secret flags in a raw config

@@ -187,3 +187,18 @@ func TestRedactHandEditedFile(t *testing.T) {
 func TestSidecarDocs(t *testing.T) {
 	ansibletest.CheckSidecar(t, module)
 }
+
+func TestNodeName(t *testing.T) {
+	host := func() (string, error) { return "Node1", nil }
+	for _, tc := range []struct {
+		config map[string]any
+		want   string
+	}{
+		{map[string]any{}, "node1"},
+		{map[string]any{"node-name": "Edge-A"}, "edge-a"},
+		{map[string]any{"node-name": "x", "with-node-id": true}, ""},
+	} {
+		assert.Equal(t, tc.want, nodeName(tc.config, host), "%v", tc.config)
+	}
+	assert.Equal(t, "", nodeName(nil, func() (string, error) { return "", assert.AnError }))
+}

@@ -4,8 +4,11 @@ package e2e
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -19,63 +22,280 @@ import (
 	"github.com/gitops-k3s-flux/k3s_flux/tests/bed"
 )
 
-// TestK8sPlay runs playbooks/k8s.yml (role k8s_cluster) against SSH test
-// hosts and the test bed's API server, through the k3s stand-in.
-func TestK8sPlay(t *testing.T) {
+// scenario is the molecule scenario's playbooks, which this test runs in
+// molecule's order (molecule itself cannot be installed here).
+func scenario(c collection, name string) string {
+	return filepath.Join(c.root, "extensions", "molecule", "default", name+".yml")
+}
+
+// TestBootstrapPlay runs playbooks/k8s.yml (roles k8s_cluster and
+// flux_bootstrap) through the molecule scenario's converge, idempotence,
+// check and verify, against 1 controller and 2 workers over SSH, the test
+// bed's API server and the real Flux Operator and controllers.
+func TestBootstrapPlay(t *testing.T) {
 	c := installCollection(t)
-	b := bed.Start(t, bed.Options{Name: "k3sfp", Subnet: "10.213.7", Controllers: 1, Workers: 2})
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	play := func(args ...string) playResult {
-		return c.play(t, append([]string{"-i", b.Hosts.Inventory, filepath.Join(c.root, "playbooks", "k8s.yml"),
-			"-e", "k8s_cluster_install_script_url=" + b.K3s.InstallURL, "-e", "k8s_cluster_kubeconfig_dest=" + kubeconfig,
+	b := bed.Start(t, bed.Options{Name: "k3sfp", Subnet: "10.213.7", Controllers: 1, Workers: 2, Flux: true})
+	dir := t.TempDir()
+	varsFile, secrets, err := b.WritePlayVars(filepath.Join(dir, "play"))
+	require.NoError(t, err)
+	kubeconfig := filepath.Join(dir, "play", "kubeconfig")
+	var outputs []string
+	play := func(playbook string, args ...string) playResult {
+		t.Helper()
+		r := c.play(t, append([]string{"-i", b.Hosts.Inventory, playbook, "-e", "@" + varsFile,
 			"-e", `{"k8s_cluster_agent_config": {"node-label": ["tier=worker"]}}`}, args...)...)
+		outputs = append(outputs, r.output)
+		return r
 	}
-
-	first := play()
-	require.NoError(t, first.err, first.output)
-	t.Logf("converge: %s", first.duration.Round(100*time.Millisecond))
-	for _, h := range []string{"node1", "node2", "node3"} {
-		assert.Greater(t, first.changed()[h], 0, h)
-	}
-
-	second := play()
-	require.NoError(t, second.err, second.output)
-	t.Logf("idempotent re-run: %s", second.duration.Round(100*time.Millisecond))
-	assert.Equal(t, map[string]int{"node1": 0, "node2": 0, "node3": 0}, second.changed(), second.output)
-
-	info, err := os.Stat(kubeconfig)
+	kc, _, err := b.Clients()
 	require.NoError(t, err)
-	assert.Equal(t, os.FileMode(0o600), info.Mode().Perm())
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	require.NoError(t, err)
-	assert.Equal(t, "https://10.213.7.11:6443", cfg.Host, "server rewritten to the first controller")
-	kc, err := kubernetes.NewForConfig(cfg)
-	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	require.Eventually(t, func() bool {
-		nodes, err := kc.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-		if err != nil || len(nodes.Items) != 3 {
-			return false
+
+	t.Run("converge", func(t *testing.T) {
+		r := play(scenario(c, "converge"))
+		require.NoError(t, r.err, r.output)
+		t.Logf("converge: %s", r.duration.Round(100*time.Millisecond))
+		for _, h := range []string{"node1", "node2", "node3", "localhost"} {
+			assert.Greater(t, r.changed()[h], 0, h)
 		}
-		for i := range nodes.Items {
-			if !bed.NodeReady(&nodes.Items[i]) {
-				return false
+		assert.Contains(t, r.output, "node1 Ready control-plane", "the role reports the nodes")
+
+		// The operator release, namespaces, Secrets and FluxInstance, seen through the API.
+		rel, err := kc.CoreV1().Secrets("flux-system").List(ctx, metav1.ListOptions{LabelSelector: "owner=helm,name=flux-operator,status=deployed"})
+		require.NoError(t, err)
+		assert.Len(t, rel.Items, 1, "flux-operator release deployed")
+		for ns, want := range map[string]map[string][]string{
+			"flux-system": {"git-deploy-key": {"identity", "identity.pub", "known_hosts"}, "sops-age": {"age.agekey"}},
+			"platform":    {"infisical-universal-auth": {"clientId", "clientSecret"}},
+			"apps":        {"infisical-universal-auth": {"clientId", "clientSecret"}},
+		} {
+			for name, keys := range want {
+				s, err := kc.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+				require.NoError(t, err, "%s/%s", ns, name)
+				var got []string
+				for k := range s.Data {
+					got = append(got, k)
+				}
+				assert.ElementsMatch(t, keys, got, "%s/%s", ns, name)
 			}
 		}
-		return true
-	}, 30*time.Second, 500*time.Millisecond, "all three nodes Ready, reached with TLS verification through the fetched kubeconfig")
-	n, err := kc.CoreV1().Nodes().Get(ctx, "node2", metav1.GetOptions{})
-	require.NoError(t, err)
-	assert.Equal(t, "worker", n.Labels["tier"])
+		status, _, _, err := b.Condition(ctx, bed.FluxInstanceGVR, "flux-system", "flux", "Ready")
+		require.NoError(t, err)
+		assert.Equal(t, "True", status, "FluxInstance Ready")
+		assert.Regexp(t, `sources: \['main@sha1:[0-9a-f]{40}'\]`, r.output, "flux_bootstrap reports the hand-off")
+		assert.Contains(t, r.output, "failing: []")
 
-	token, err := b.Hosts.Host("node1").Exec("cat /var/lib/rancher/k3s/server/node-token")
+		info, err := os.Stat(kubeconfig)
+		require.NoError(t, err)
+		assert.Equal(t, os.FileMode(0o600), info.Mode().Perm())
+		cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+		require.NoError(t, err)
+		assert.Equal(t, "https://10.213.7.11:6443", cfg.Host, "server rewritten to the first controller")
+		fetched, err := kubernetes.NewForConfig(cfg)
+		require.NoError(t, err)
+		nodes, err := fetched.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		require.NoError(t, err, "the fetched kubeconfig works with TLS verified")
+		assert.Len(t, nodes.Items, 3)
+		for i := range nodes.Items {
+			assert.True(t, bed.NodeReady(&nodes.Items[i]), nodes.Items[i].Name)
+		}
+	})
+
+	t.Run("idempotence", func(t *testing.T) {
+		r := play(scenario(c, "converge"))
+		require.NoError(t, r.err, r.output)
+		t.Logf("idempotent re-run: %s", r.duration.Round(100*time.Millisecond))
+		assert.Equal(t, map[string]int{"node1": 0, "node2": 0, "node3": 0, "localhost": 0}, r.changed(), r.output)
+	})
+
+	t.Run("verify", func(t *testing.T) {
+		r := play(scenario(c, "verify"))
+		require.NoError(t, r.err, r.output)
+		assert.Equal(t, 0, r.changed()["localhost"], "the hand-off in check mode finds nothing to change: %s", r.output)
+	})
+
+	// A label for node3 (host_vars beside the inventory) and a new Infisical secret for one tier.
+	hostVars := filepath.Join(filepath.Dir(b.Hosts.Inventory), "host_vars")
+	require.NoError(t, os.MkdirAll(hostVars, 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(hostVars, "node3.yml"), []byte("k8s_cluster_node_config:\n  node-label: [tier=worker, disk=ssd]\n"), 0o600))
+	newSecret := "rotated-" + strings.Repeat("9f", 12)
+	secrets = append(secrets, newSecret)
+	changedVars := filepath.Join(dir, "changed.json")
+	writeJSON(t, changedVars, map[string]any{"flux_bootstrap_infisical_auth": map[string]any{
+		"platform": map[string]any{"client_id": "bed-platform", "client_secret": secretOf(t, kc, ctx, "platform")},
+		"apps":     map[string]any{"client_id": "bed-apps", "client_secret": newSecret},
+	}})
+
+	t.Run("check and diff report exactly the label and the secret, and write nothing", func(t *testing.T) {
+		sums := configSums(t, b)
+		before, err := kc.CoreV1().Secrets("apps").Get(ctx, "infisical-universal-auth", metav1.GetOptions{})
+		require.NoError(t, err)
+		r := play(scenario(c, "converge"), "-e", "@"+changedVars, "--check", "--diff")
+		require.NoError(t, r.err, r.output)
+		assert.Equal(t, map[string]int{"node1": 0, "node2": 0, "node3": 1, "localhost": 1}, r.changed(), r.output)
+		assert.Contains(t, r.output, "+  - disk=ssd", "the label in the diff")
+		assert.Regexp(t, regexp.MustCompile(`apps/infisical-universal-auth`), r.output, "the Secret in the diff")
+		assert.Contains(t, r.output, "clientSecret", "the changed key is named")
+		assert.NotContains(t, r.output, newSecret)
+		assert.Equal(t, sums, configSums(t, b), "no config written")
+		after, err := kc.CoreV1().Secrets("apps").Get(ctx, "infisical-universal-auth", metav1.GetOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, before.ResourceVersion, after.ResourceVersion, "no Secret written")
+	})
+
+	t.Run("applying the change restarts only the changed node", func(t *testing.T) {
+		pids := servicePIDs(t, b)
+		r := play(scenario(c, "converge"), "-e", "@"+changedVars, "--diff")
+		require.NoError(t, r.err, r.output)
+		after := servicePIDs(t, b)
+		assert.Equal(t, pids["node1"], after["node1"], "node1 not restarted")
+		assert.Equal(t, pids["node2"], after["node2"], "node2 not restarted")
+		assert.NotEqual(t, pids["node3"], after["node3"], "node3 restarted")
+		assert.Equal(t, newSecret, secretOf(t, kc, ctx, "apps"))
+		n, err := kc.CoreV1().Nodes().Get(ctx, "node3", metav1.GetOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, "ssd", n.Labels["disk"])
+	})
+
+	t.Run("no secret in -vvv output of any run", func(t *testing.T) {
+		r := play(scenario(c, "converge"), "-e", "@"+changedVars, "-vvv")
+		require.NoError(t, r.err, r.output)
+		assert.Equal(t, map[string]int{"node1": 0, "node2": 0, "node3": 0, "localhost": 0}, r.changed())
+		nodeToken, err := b.Hosts.Host("node1").Exec("cat /var/lib/rancher/k3s/server/node-token")
+		require.NoError(t, err)
+		_, tok, _ := strings.Cut(strings.TrimSpace(nodeToken), "::server:")
+		require.NotEmpty(t, tok)
+		for _, secret := range append(secrets, tok, secretOf(t, kc, ctx, "platform")) {
+			for i, out := range outputs {
+				assert.NotContains(t, out, secret, "run %d", i)
+			}
+		}
+	})
+}
+
+// secretOf reads the Infisical client secret in a tier namespace.
+func secretOf(t *testing.T, kc kubernetes.Interface, ctx context.Context, ns string) string {
+	t.Helper()
+	s, err := kc.CoreV1().Secrets(ns).Get(ctx, "infisical-universal-auth", metav1.GetOptions{})
 	require.NoError(t, err)
-	_, secret, _ := strings.Cut(strings.TrimSpace(token), "::server:")
-	require.NotEmpty(t, secret)
-	verbose := play("-vvv")
-	require.NoError(t, verbose.err)
-	for _, out := range []string{first.output, second.output, verbose.output} {
-		assert.NotContains(t, out, secret, "the cluster token never reaches Ansible's output")
+	return string(s.Data["clientSecret"])
+}
+
+// configSums is each host's /etc/rancher/k3s/config.yaml sha256.
+func configSums(t *testing.T, b *bed.Bed) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, h := range b.Hosts.Hosts {
+		raw, err := h.Exec("cat /etc/rancher/k3s/config.yaml")
+		require.NoError(t, err)
+		sum := sha256.Sum256([]byte(raw))
+		out[h.Name] = hex.EncodeToString(sum[:])
 	}
+	return out
+}
+
+// servicePIDs is each host's running k3s (stand-in) process.
+func servicePIDs(t *testing.T, b *bed.Bed) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, h := range b.Hosts.Hosts {
+		pid, err := h.Exec("cat /var/lib/rancher/k3s/standin/k3s.pid /var/lib/rancher/k3s/standin/k3s-agent.pid 2>/dev/null || true")
+		require.NoError(t, err)
+		out[h.Name] = strings.TrimSpace(pid)
+		require.NotEmpty(t, out[h.Name], h.Name)
+	}
+	return out
+}
+
+// TestHAPlay runs role k8s_cluster alone (flux_bootstrap_enabled false) on
+// 3 controllers and 1 worker from airgap files: cluster-init on the first
+// controller, the others joining one at a time, then the worker.
+func TestHAPlay(t *testing.T) {
+	c := installCollection(t)
+	b := bed.Start(t, bed.Options{Name: "k3sfa", Subnet: "10.213.8", Controllers: 3, Workers: 1})
+	dir := t.TempDir()
+	sum := func(path string) string {
+		raw, err := os.ReadFile(path)
+		require.NoError(t, err)
+		s := sha256.Sum256(raw)
+		return hex.EncodeToString(s[:])
+	}
+	vars := map[string]any{
+		"ansible_python_interpreter":       "/usr/bin/python3",
+		"flux_bootstrap_enabled":           false,
+		"k8s_cluster_install_source":       "airgap",
+		"k8s_cluster_airgap_binary":        b.K3s.Binary,
+		"k8s_cluster_airgap_binary_sha256": sum(b.K3s.Binary),
+		"k8s_cluster_airgap_script":        b.K3s.Script,
+		"k8s_cluster_airgap_script_sha256": sum(b.K3s.Script),
+		"k8s_cluster_kubeconfig_dest":      filepath.Join(dir, "kubeconfig"),
+	}
+	play := func(v map[string]any) playResult {
+		t.Helper()
+		file := filepath.Join(dir, "vars.json")
+		writeJSON(t, file, v)
+		return c.play(t, "-i", b.Hosts.Inventory, filepath.Join(c.root, "playbooks", "k8s.yml"), "-e", "@"+file)
+	}
+
+	t.Run("a wrong sha256 fails before anything is copied", func(t *testing.T) {
+		bad := map[string]any{}
+		for k, v := range vars {
+			bad[k] = v
+		}
+		bad["k8s_cluster_airgap_binary_sha256"] = strings.Repeat("0", 64)
+		r := play(bad)
+		require.Error(t, r.err)
+		assert.Contains(t, r.output, "k8s_cluster_airgap_binary "+b.K3s.Binary+": sha256 "+sum(b.K3s.Binary)+", expected "+strings.Repeat("0", 64))
+		for _, h := range b.Hosts.Hosts {
+			_, err := h.Exec("test ! -e /etc/rancher/k3s/config.yaml && test ! -e /usr/local/bin/k3s")
+			assert.NoError(t, err, "%s untouched", h.Name)
+		}
+	})
+
+	t.Run("converge", func(t *testing.T) {
+		r := play(vars)
+		require.NoError(t, r.err, r.output)
+		t.Logf("HA converge: %s", r.duration.Round(100*time.Millisecond))
+		// One install task per joining controller, in order, before the worker's.
+		installs := regexp.MustCompile(`(?m)^changed: \[(node\d)\]`).FindAllStringSubmatch(section(r.output, "Install k3s"), -1)
+		var order []string
+		for _, m := range installs {
+			order = append(order, m[1])
+		}
+		assert.Equal(t, []string{"node1", "node2", "node3", "node4"}, order, r.output)
+		cfg, err := b.Hosts.Host("node1").Exec("cat /etc/rancher/k3s/config.yaml")
+		require.NoError(t, err)
+		assert.Contains(t, cfg, "cluster-init: true")
+		for _, h := range []string{"node2", "node3"} {
+			cfg, err := b.Hosts.Host(h).Exec("cat /etc/rancher/k3s/config.yaml")
+			require.NoError(t, err)
+			assert.Contains(t, cfg, "server: https://10.213.8.11:6443", h)
+			assert.NotContains(t, cfg, "cluster-init", h)
+		}
+		assert.Contains(t, r.output, "node4 Ready <none>")
+	})
+
+	t.Run("idempotence", func(t *testing.T) {
+		r := play(vars)
+		require.NoError(t, r.err, r.output)
+		t.Logf("HA idempotent re-run: %s", r.duration.Round(100*time.Millisecond))
+		assert.Equal(t, map[string]int{"node1": 0, "node2": 0, "node3": 0, "node4": 0}, r.changed(), r.output)
+	})
+}
+
+// section is the part of a play's output under the tasks whose name
+// contains name.
+func section(output, name string) string {
+	var out strings.Builder
+	in := false
+	for _, line := range strings.Split(output, "\n") {
+		if strings.HasPrefix(line, "TASK [") {
+			in = strings.Contains(line, name)
+		}
+		if in {
+			out.WriteString(line + "\n")
+		}
+	}
+	return out.String()
 }

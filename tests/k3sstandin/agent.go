@@ -16,11 +16,11 @@ import (
 
 var randReader = rand.Reader
 
-// runAgent joins the server named by the server flag with the token, as
-// k3s agent does: fetch the server's CA without trusting it, check it
-// against the token's CA hash (full K10 tokens), then authenticate with
-// the token. Any failure ends the agent, as it would not join.
-func runAgent(s settings, bed bedInfo) error {
+// joinCluster joins the server named by the server flag with the token,
+// as k3s agent and a joining k3s server do: fetch the server's CA without
+// trusting it, check it against the token's CA hash (full K10 tokens),
+// then authenticate with the token. Any failure ends the process, as it would not join.
+func joinCluster(s settings) error {
 	server := s.str("server", os.Getenv("K3S_URL"))
 	if server == "" {
 		return errors.New("--server is required")
@@ -71,6 +71,13 @@ func runAgent(s settings, bed bedInfo) error {
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("failed to validate connection to cluster at %s: %s (wrong token?)", server, resp.Status)
 	}
+	return nil
+}
+
+func runAgent(s settings, bed bedInfo) error {
+	if err := joinCluster(s); err != nil {
+		return err
+	}
 	name, err := nodeName(s)
 	if err != nil {
 		return err
@@ -82,7 +89,7 @@ func runAgent(s settings, bed bedInfo) error {
 	if err := registerNode(s, bed, "agent", name, addr); err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "k3s stand-in agent %s joined %s\n", name, server)
+	fmt.Fprintf(os.Stderr, "k3s stand-in agent %s joined %s\n", name, s.str("server", os.Getenv("K3S_URL")))
 	waitForSignal()
 	return nil
 }

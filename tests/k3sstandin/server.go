@@ -33,6 +33,12 @@ import (
 const supervisorSNI = "k3s-supervisor"
 
 func runServer(s settings, bed bedInfo) error {
+	// A server joining an HA cluster checks the first server as an agent does.
+	if s.str("server", "") != "" {
+		if err := joinCluster(s); err != nil {
+			return err
+		}
+	}
 	ca, err := pki.LoadCA(bed.PKIDir)
 	if err != nil {
 		return err

@@ -40,7 +40,9 @@ type status struct {
 	GitSSHURL  string `json:"git_ssh_url,omitempty"`
 	KnownHosts string `json:"git_known_hosts,omitempty"`
 	DeployKey  string `json:"git_deploy_key,omitempty"`
-	Logs       string `json:"logs"`
+	// PlayVars is the vars file (JSON) that points playbooks/k8s.yml at this test bed.
+	PlayVars string `json:"play_vars,omitempty"`
+	Logs     string `json:"logs"`
 }
 
 func main() {
@@ -142,6 +144,9 @@ func serve(opts bed.Options) error {
 		Inventory: b.Hosts.Inventory, K3sInstall: b.K3s.InstallURL, Logs: b.Dir}
 	if b.Flux != nil {
 		st.GitSSHURL, st.KnownHosts, st.DeployKey = b.Flux.Git.SSHURL, b.Flux.Git.KnownHosts, b.Flux.Git.DeployKey
+		if err == nil {
+			st.PlayVars, _, err = b.WritePlayVars(filepath.Join(b.Dir, "play"))
+		}
 	}
 	raw, _ := json.MarshalIndent(st, "", "  ")
 	if err == nil {
