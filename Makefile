@@ -11,11 +11,14 @@ GO_BUILD := CGO_ENABLED=0 GOOS=linux go build -trimpath -ldflags "-s -w"
 # Debian packages the tests need: Ansible itself, sshd for the test hosts,
 # ip/nsenter/unshare to make them, git for the collection build.
 APT_PACKAGES := ansible-core openssh-server openssh-client iproute2 util-linux git curl
+# The benchmarks' Python baseline: Debian's ansible (with kubernetes.core) and the Kubernetes client.
+BENCH_APT_PACKAGES := ansible python3-kubernetes
+ROUNDS ?= 3
 
-.PHONY: help build docs test test-unit test-integration test-e2e testbed-bin collection deps demo demo-collection demo-down clean
+.PHONY: help build docs test test-unit test-integration test-e2e testbed-bin collection deps bench demo demo-collection demo-down clean
 
 help: ## List the targets
-	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-17s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9-]+:.*## / {printf "  %-17s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 build: $(BINARIES) ## Build the module binaries into plugins/modules/
 	@ls -l $(BINARIES) | awk '{printf "  %-40s %6.2f MB\n", $$9, $$5/1048576}'
@@ -46,12 +49,22 @@ collection: build ## Build the collection tarball into dist/
 	@mkdir -p dist
 	ansible-galaxy collection build --force --output-path dist .
 
-deps: ## Install the Debian packages the tests need (when missing)
-	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+# apt_install installs the Debian packages given that are missing.
+define apt_install
+	@missing=""; for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
+endef
+
+deps: ## Install the Debian packages the tests need (when missing)
+	$(call apt_install,$(APT_PACKAGES))
+
+bench: deps testbed-bin build ## Side-by-side benchmarks against kubernetes.core and template (ROUNDS=3); appends to bench/RESULTS.md
+	$(call apt_install,$(BENCH_APT_PACKAGES))
+	tests/tools/build.sh helm
+	go run ./bench -rounds $(ROUNDS)
 
 demo: deps testbed-bin demo-collection ## Start the local test bed and run playbooks/k8s.yml against it, twice
 	go run ./tests/testbed up
