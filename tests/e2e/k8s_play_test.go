@@ -83,7 +83,7 @@ func TestBootstrapPlay(t *testing.T) {
 		status, _, _, err := b.Condition(ctx, bed.FluxInstanceGVR, "flux-system", "flux", "Ready")
 		require.NoError(t, err)
 		assert.Equal(t, "True", status, "FluxInstance Ready")
-		assert.Regexp(t, `sources: \['main@sha1:[0-9a-f]{40}'\]`, r.output, "flux_bootstrap reports the hand-off")
+		assert.Regexp(t, `sources: \['refs/heads/main@sha1:[0-9a-f]{40}'\]`, r.output, "flux_bootstrap reports the hand-off")
 		assert.Contains(t, r.output, "failing: []")
 
 		info, err := os.Stat(kubeconfig)

@@ -2,7 +2,8 @@
 # Builds the test bed's binaries from the Go module proxy into a cache keyed
 # by their versions (outside the repository), skipping what is cached:
 #   ${K3SF_CACHE:-~/.cache/k3s_flux}/bin/<tool>-<version>/<tool>
-# Usage: tests/tools/build.sh [tool ...]   (default: all)
+# Usage: tests/tools/build.sh [tool ...]   (default: all but the optional ones)
+# Optional, built only when named: helm (the benchmarks' baseline), kubectl (for you).
 # Test tools only: none of them is linked into the collection.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -36,6 +37,7 @@ done
 
 tools=("$@")
 sel() { local t=$1; [ ${#tools[@]} -eq 0 ] && return 0; [[ " ${tools[*]} " == *" $t "* ]]; }
+named() { [[ " ${tools[*]:-} " == *" $1 "* ]]; }
 
 # copy_module_dir VERSION_DIR MODULE@VERSION SUBDIR DEST: files the test bed
 # reads at run time (CRDs, manifests, kwok stages), from the module cache.
@@ -53,6 +55,20 @@ copy_module_dir() {
 for cmd in kube-apiserver kube-controller-manager kube-scheduler; do
   sel "$cmd" && build_tool "$cmd" "v$K8S_VERSION" "$here/k8s" "k8s.io/kubernetes/cmd/$cmd" -ldflags "$k8s_ldflags"
 done
+named kubectl && build_tool kubectl "v$K8S_VERSION" "$here/k8s" k8s.io/kubernetes/cmd/kubectl -ldflags "$k8s_ldflags"
+if named helm; then
+  dest="$cache/helm-v$HELM_VERSION"
+  if [ -x "$dest/helm" ]; then
+    echo "cached  helm v$HELM_VERSION"
+  else
+    echo "build   helm v$HELM_VERSION ..."
+    start=$SECONDS
+    mkdir -p "$dest"
+    GOBIN="$dest/bin.tmp" go install -trimpath -ldflags "-s -w" "helm.sh/helm/v3/cmd/helm@v$HELM_VERSION"
+    mv "$dest/bin.tmp/helm" "$dest/helm" && rmdir "$dest/bin.tmp"
+    echo "built   helm v$HELM_VERSION in $((SECONDS - start))s"
+  fi
+fi
 sel etcd && build_tool etcd "v$ETCD_VERSION" "$here/etcd" go.etcd.io/etcd/server/v3 -ldflags "-s -w"
 
 if sel kwok; then
