@@ -11,8 +11,9 @@ GO_BUILD := CGO_ENABLED=0 GOOS=linux go build -trimpath -ldflags "-s -w"
 # Debian packages the tests need: Ansible itself, sshd for the test hosts,
 # ip/nsenter/unshare to make them, git for the collection build.
 APT_PACKAGES := ansible-core openssh-server openssh-client iproute2 util-linux git curl
-# The benchmarks' Python baseline: Debian's ansible (with kubernetes.core) and the Kubernetes client.
-BENCH_APT_PACKAGES := ansible python3-kubernetes
+# The benchmarks' Python baseline: Debian's ansible (with kubernetes.core) and the Kubernetes
+# client; GNU time for peak RSS.
+BENCH_APT_PACKAGES := ansible python3-kubernetes time
 ROUNDS ?= 3
 
 .PHONY: help build docs test test-unit test-integration test-e2e testbed-bin collection deps bench demo demo-collection demo-down clean

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"reflect"
+	"regexp"
 	"strings"
 	"time"
 
@@ -85,6 +87,14 @@ func run(ctx context.Context, req *ansible.Request) (*ansible.Result, error) {
 		return res, h.uninstall(a, current, res, req.CheckMode)
 	}
 
+	// A pinned version already deployed with the same values is a no-op
+	// without a trip to the registry.
+	if current != nil && current.Info.Status == release.StatusDeployed && isPinned(a.ChartVersion) &&
+		current.Chart.Metadata.Version == strings.TrimPrefix(a.ChartVersion, "v") &&
+		current.Chart.Metadata.Name == refChartName(a.ChartRef) && sameValues(current.Config, values) {
+		res.Set("release", releaseInfo(current))
+		return res, nil
+	}
 	ch, err := h.loadChart(a)
 	if err != nil {
 		return res, err
@@ -296,6 +306,23 @@ func (h *helm) upgrade(ctx context.Context, a args, ch *chart.Chart, values map[
 		return nil, fmt.Errorf("upgrade %s to %s: %w", a.ReleaseName, ch.Metadata.Version, err)
 	}
 	return rel, nil
+}
+
+var pinnedVersion = regexp.MustCompile(`^v?\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$`)
+
+// isPinned says whether a chart_version names exactly one version (not a
+// range, not empty).
+func isPinned(version string) bool { return pinnedVersion.MatchString(version) }
+
+// refChartName is the chart name a reference names (oci://host/charts/x,
+// repo/x or x: "x"); "" for a local path, whose name is inside the chart.
+func refChartName(ref string) string {
+	if !strings.HasPrefix(ref, "oci://") {
+		if _, err := os.Stat(ref); err == nil {
+			return ""
+		}
+	}
+	return path.Base(strings.TrimSuffix(ref, "/"))
 }
 
 func isPending(rel *release.Release) bool {

@@ -34,3 +34,12 @@ func TestSameValues(t *testing.T) {
 func TestSidecarDocs(t *testing.T) {
 	ansibletest.CheckSidecar(t, module)
 }
+
+func TestNoOpShortcut(t *testing.T) {
+	for v, want := range map[string]bool{"0.59.0": true, "v1.2.3": true, "1.2.3-rc.1": true, "": false, "0.59": false, "^0.59.0": false, ">=0.58.0": false, "0.59.x": false} {
+		assert.Equal(t, want, isPinned(v), v)
+	}
+	assert.Equal(t, "flux-operator", refChartName("oci://ghcr.io/controlplaneio-fluxcd/charts/flux-operator"))
+	assert.Equal(t, "flux-operator", refChartName("fluxrepo/flux-operator"))
+	assert.Equal(t, "", refChartName(t.TempDir()), "a local chart's name is inside it")
+}
