@@ -178,7 +178,7 @@ func render(obj *unstructured.Unstructured) string {
 func waitForOperator(ctx context.Context, c *kube.Clients, a args, req *ansible.Request, res *ansible.Result, timeout time.Duration, checkMode bool) error {
 	var last string
 	deployment := a.OperatorNamespace + "/" + a.OperatorDeployment
-	ready, err := kube.Poll(ctx, time.Second, timeout, func(ctx context.Context) (bool, error) {
+	ready, err := kube.Poll(ctx, 250*time.Millisecond, timeout, func(ctx context.Context) (bool, error) {
 		crd, err := c.Get(ctx, crdGVR, "", crdName)
 		if err != nil {
 			return false, err
@@ -251,7 +251,7 @@ func checkSecrets(ctx context.Context, c *kube.Clients, required []string) error
 func waitReady(ctx context.Context, c *kube.Clients, obj *unstructured.Unstructured, timeout time.Duration, req *ansible.Request, res *ansible.Result) (*unstructured.Unstructured, error) {
 	ns := obj.GetNamespace()
 	var last *unstructured.Unstructured
-	ready, err := kube.Poll(ctx, time.Second, timeout, func(ctx context.Context) (bool, error) {
+	ready, err := kube.Poll(ctx, 250*time.Millisecond, timeout, func(ctx context.Context) (bool, error) {
 		o, err := c.Get(ctx, instanceGVR, ns, instanceName)
 		if err != nil || o == nil {
 			return false, err
@@ -343,7 +343,7 @@ func remove(ctx context.Context, c *kube.Clients, a args, res *ansible.Result, c
 	if !a.Wait {
 		return nil
 	}
-	gone, err := kube.Poll(ctx, time.Second, timeout, func(ctx context.Context) (bool, error) {
+	gone, err := kube.Poll(ctx, 250*time.Millisecond, timeout, func(ctx context.Context) (bool, error) {
 		o, err := c.Get(ctx, instanceGVR, ns, instanceName)
 		return o == nil, err
 	}, nil)

@@ -88,6 +88,18 @@ func TestFluxOperatorAgainstRegistryAndAPIServer(t *testing.T) {
 		assert.Equal(t, false, res["changed"])
 	})
 
+	t.Run("a failed upgrade is rolled back (atomic)", func(t *testing.T) {
+		unschedulable := base("0.59.0", map[string]any{"logLevel": "debug", "resources": map[string]any{"requests": map[string]any{"cpu": "1000"}, "limits": map[string]any{"cpu": "1000"}}})
+		unschedulable["wait_timeout"] = 5
+		res, code := op(unschedulable)
+		assert.Equal(t, 1, code)
+		assert.Contains(t, res["msg"], "rolled back")
+		assert.Contains(t, res["msg"], "timed out after 5s waiting for Deployment flux-system/")
+		res, code = op(base("0.59.0", map[string]any{"logLevel": "debug"}))
+		require.Equal(t, 0, code, res["msg"])
+		assert.Equal(t, false, res["changed"], "the rollback restored the last good values")
+	})
+
 	t.Run("a release left pending is recovered", func(t *testing.T) {
 		h, err := newHelm(args{Connection: connection(b.Kubeconfig), ReleaseNamespace: "flux-system", PlainHTTP: true}, t.TempDir())
 		require.NoError(t, err)

@@ -17,6 +17,7 @@ import (
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/cli"
+	helmkube "helm.sh/helm/v3/pkg/kube"
 	"helm.sh/helm/v3/pkg/registry"
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/releaseutil"
@@ -197,6 +198,9 @@ func newHelm(a args, tmpDir string) (*helm, error) {
 	clients, err := a.Connection.NewClients()
 	if err != nil {
 		return nil, err
+	}
+	if hc, ok := cfg.KubeClient.(*helmkube.Client); ok {
+		cfg.KubeClient = &fastWaitClient{Client: hc, typed: clients.Typed}
 	}
 	return &helm{cfg: cfg, settings: settings, home: home, kube: clients}, nil
 }
