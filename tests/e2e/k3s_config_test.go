@@ -59,12 +59,19 @@ func TestK3sConfigOverSSH(t *testing.T) {
 	t.Logf("k3s_config binary: %.2f MB", float64(info.Size())/(1<<20))
 
 	for module, option := range map[string]string{"k3s_config": "cluster_init", "flux_operator": "chart_version",
-		"seed_secret": "git_deploy_key", "flux_instance": "require_secrets", "flux_status": "wait_for_revision"} {
+		"seed_secret": "git_deploy_key", "flux_instance": "require_secrets", "flux_status": "wait_for_revision", "cluster_nodes": "names"} {
 		doc := exec.Command("ansible-doc", "-t", "module", "gitops.k3s_flux."+module)
 		doc.Env = c.env(t)
 		out, err := doc.CombinedOutput()
 		require.NoError(t, err, "ansible-doc %s: %s", module, out)
 		assert.Contains(t, string(out), option, module)
+	}
+	for role, option := range map[string]string{"k8s_cluster": "k8s_cluster_install_source", "flux_bootstrap": "flux_bootstrap_infisical_auth"} {
+		doc := exec.Command("ansible-doc", "-t", "role", "gitops.k3s_flux."+role)
+		doc.Env = c.env(t)
+		out, err := doc.CombinedOutput()
+		require.NoError(t, err, "ansible-doc -t role %s: %s", role, out)
+		assert.Contains(t, string(out), option, role)
 	}
 
 	bed, err := testhosts.Up(testhosts.Options{Name: "k3sfe", Subnet: "10.213.1", Dir: filepath.Join(t.TempDir(), "bed"), Controllers: 1, Workers: 2})
