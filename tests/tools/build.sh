@@ -28,6 +28,23 @@ build_tool() {
   echo "built   $name $version in $((SECONDS - start))s ($(du -m "$dest" | cut -f1) MB)"
 }
 
+# install_tool NAME VERSION PACKAGE@VERSION: go install, with the tool's own
+# go.mod, for tools that build as published.
+install_tool() {
+  local name=$1 version=$2 pkg=$3
+  local dest="$cache/$name-$version"
+  if [ -x "$dest/$name" ]; then
+    echo "cached  $name $version"
+    return
+  fi
+  echo "build   $name $version ..."
+  local start=$SECONDS
+  mkdir -p "$dest"
+  GOBIN="$dest/bin.tmp" go install -trimpath -ldflags "-s -w" "$pkg"
+  mv "$dest/bin.tmp/$name" "$dest/$name" && rmdir "$dest/bin.tmp"
+  echo "built   $name $version in $((SECONDS - start))s"
+}
+
 k8s_ldflags="-s -w"
 for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
   k8s_ldflags+=" -X $pkg.gitVersion=v$K8S_VERSION -X $pkg.gitMajor=${K8S_VERSION%%.*}"
@@ -56,33 +73,12 @@ for cmd in kube-apiserver kube-controller-manager kube-scheduler; do
   sel "$cmd" && build_tool "$cmd" "v$K8S_VERSION" "$here/k8s" "k8s.io/kubernetes/cmd/$cmd" -ldflags "$k8s_ldflags"
 done
 named kubectl && build_tool kubectl "v$K8S_VERSION" "$here/k8s" k8s.io/kubernetes/cmd/kubectl -ldflags "$k8s_ldflags"
-if named helm; then
-  dest="$cache/helm-v$HELM_VERSION"
-  if [ -x "$dest/helm" ]; then
-    echo "cached  helm v$HELM_VERSION"
-  else
-    echo "build   helm v$HELM_VERSION ..."
-    start=$SECONDS
-    mkdir -p "$dest"
-    GOBIN="$dest/bin.tmp" go install -trimpath -ldflags "-s -w" "helm.sh/helm/v3/cmd/helm@v$HELM_VERSION"
-    mv "$dest/bin.tmp/helm" "$dest/helm" && rmdir "$dest/bin.tmp"
-    echo "built   helm v$HELM_VERSION in $((SECONDS - start))s"
-  fi
-fi
+named helm && install_tool helm "v$HELM_VERSION" "helm.sh/helm/v3/cmd/helm@v$HELM_VERSION"
 sel etcd && build_tool etcd "v$ETCD_VERSION" "$here/etcd" go.etcd.io/etcd/server/v3 -ldflags "-s -w"
 
 if sel kwok; then
+  install_tool kwok "v$KWOK_VERSION" "sigs.k8s.io/kwok/cmd/kwok@v$KWOK_VERSION"
   dest="$cache/kwok-v$KWOK_VERSION"
-  if [ -x "$dest/kwok" ]; then
-    echo "cached  kwok v$KWOK_VERSION"
-  else
-    echo "build   kwok v$KWOK_VERSION ..."
-    start=$SECONDS
-    mkdir -p "$dest"
-    GOBIN="$dest/bin.tmp" go install -trimpath -ldflags "-s -w" "sigs.k8s.io/kwok/cmd/kwok@v$KWOK_VERSION"
-    mv "$dest/bin.tmp/kwok" "$dest/kwok" && rmdir "$dest/bin.tmp"
-    echo "built   kwok v$KWOK_VERSION in $((SECONDS - start))s"
-  fi
   (cd "$here/k8s" && copy_module_dir . "sigs.k8s.io/kwok@v$KWOK_VERSION" kustomize/stage "$dest/stage")
 fi
 
