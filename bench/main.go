@@ -98,7 +98,7 @@ func (r *runner) run(counts []int, results string) error {
 	if err != nil {
 		return err
 	}
-	collections, err := installCollection(r.root, dir)
+	collections, err := bed.InstallCollection(r.root, dir)
 	if err != nil {
 		return err
 	}
@@ -535,21 +535,4 @@ func helmWrapper(dir string) (string, error) {
 	wrapper := filepath.Join(dir, "helm")
 	script := fmt.Sprintf("#!/bin/sh\ncase \"$1\" in show|install|upgrade|pull|template) exec %s \"$@\" --plain-http ;; esac\nexec %s \"$@\"\n", helm, helm)
 	return wrapper, os.WriteFile(wrapper, []byte(script), 0o755)
-}
-
-// installCollection builds the tarball and installs it into dir.
-func installCollection(root, dir string) (string, error) {
-	out, err := exec.Command("make", "-C", root, "collection").CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("make collection: %w: %s", err, out)
-	}
-	m := regexp.MustCompile(`Created collection for gitops\.k3s_flux at (\S+)`).FindSubmatch(out)
-	if m == nil {
-		return "", fmt.Errorf("make collection did not report the tarball: %s", out)
-	}
-	path := filepath.Join(dir, "collections")
-	if out, err := exec.Command("ansible-galaxy", "collection", "install", "--force", "-p", path, string(m[1])).CombinedOutput(); err != nil {
-		return "", fmt.Errorf("ansible-galaxy collection install: %w: %s", err, out)
-	}
-	return path, nil
 }

@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 
@@ -89,6 +91,26 @@ func (b *Bed) WritePlayVars(dir string) (path string, secrets []string, err erro
 	}
 	path = filepath.Join(dir, "play-vars.json")
 	return path, secrets, os.WriteFile(path, raw, 0o600)
+}
+
+// InstallCollection builds the collection tarball from the tree at root
+// (make collection) and installs it with ansible-galaxy into
+// dir/collections, as a user would; it returns that path, for
+// ANSIBLE_COLLECTIONS_PATH.
+func InstallCollection(root, dir string) (string, error) {
+	out, err := exec.Command("make", "-C", root, "collection").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("make collection: %w: %s", err, out)
+	}
+	m := regexp.MustCompile(`Created collection for gitops\.k3s_flux at (\S+)`).FindSubmatch(out)
+	if m == nil {
+		return "", fmt.Errorf("make collection did not report the tarball: %s", out)
+	}
+	path := filepath.Join(dir, "collections")
+	if out, err := exec.Command("ansible-galaxy", "collection", "install", "--force", "-p", path, string(m[1])).CombinedOutput(); err != nil {
+		return "", fmt.Errorf("ansible-galaxy collection install: %w: %s", err, out)
+	}
+	return path, nil
 }
 
 // clusterYAML is examples/flux/cluster.yaml synced from url at path.

@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -19,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible/ansibletest"
+	"github.com/gitops-k3s-flux/k3s_flux/tests/bed"
 )
 
 // collection is an installed copy of the collection built from this tree.
@@ -32,13 +32,8 @@ type collection struct {
 func installCollection(t *testing.T) collection {
 	t.Helper()
 	root := ansibletest.RepoRoot(t)
-	out, err := exec.Command("make", "-C", root, "collection").CombinedOutput()
-	require.NoError(t, err, "make collection: %s", out)
-	m := regexp.MustCompile(`Created collection for gitops\.k3s_flux at (\S+)`).FindSubmatch(out)
-	require.NotNil(t, m, "make collection did not report the tarball: %s", out)
-	path := filepath.Join(t.TempDir(), "collections")
-	out, err = exec.Command("ansible-galaxy", "collection", "install", "--force", "-p", path, string(m[1])).CombinedOutput()
-	require.NoError(t, err, "ansible-galaxy collection install: %s", out)
+	path, err := bed.InstallCollection(root, t.TempDir())
+	require.NoError(t, err)
 	return collection{root: root, path: path}
 }
 
