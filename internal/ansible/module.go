@@ -211,7 +211,9 @@ func prepare(m *Module, args []string) (*Request, map[string]any, bool) {
 			req.TmpDir, _ = val.(string)
 		}
 	}
-	v := &validation{module: m.Name}
+	// The raw arguments first: a check that fails below returns before the
+	// sub-options it would have walked.
+	v := &validation{module: m.Name, noLog: rawNoLogValues(m.Spec.Options, options)}
 	req.Params = v.validate(m.Spec, options, nil)
 	req.secrets = v.noLog
 	req.warnings = v.warnings

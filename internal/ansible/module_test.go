@@ -318,3 +318,45 @@ func TestProgressUnderVerbosity(t *testing.T) {
 	require.Len(t, progress, 2, "a repeated line is not repeated")
 	assert.Regexp(t, `^\[ *\d+\.\ds\] waiting for x$`, progress[0])
 }
+
+// Whatever check fails first, no no_log value reaches the output: the
+// values are collected from the arguments as given, before any check.
+func TestNoLogMaskedWhateverFailsFirst(t *testing.T) {
+	const s = "hunter2-secret-value"
+	cases := map[string]map[string]any{
+		"misspelt top-level option beside a sub-option secret": {"name": "x", "nmae": 1, "user": map[string]any{"login": "u", "password": s}},
+		"non-dict item in a list of dicts":                     {"name": "x", "keys": []any{"plain", map[string]any{"name": "k", "value": s}}},
+		"unknown sub-option beside the secret":                 {"name": "x", "user": map[string]any{"login": "u", "password": s, "shell": "sh"}},
+		"misspelt no_log option":                               {"name": "x", "tokn": s},
+		"misspelt no_log sub-option":                           {"name": "x", "user": map[string]any{"login": "u", "pasword": s}},
+		"misspelt container of the secret":                     {"name": "x", "usr": map[string]any{"login": "u", "password": s}},
+		"list of lists of dicts":                               {"name": "x", "keys": []any{[]any{map[string]any{"name": "k", "value": s}}}},
+		"dict given as JSON":                                   {"name": "x", "user": `{"login": "u", "password": "` + s + `", "bad": 1}`},
+		"dict given as k=v":                                    {"name": "x", "user": "login=u password=" + s + " bad=1"},
+		"secret of the wrong type":                             {"name": "x", "token": []any{s, map[string]any{"k": s}}},
+		"missing required beside the secret":                   {"token": s},
+		"alias of a no_log option fails on another":            {"name": "x", "count": "ten", "user": map[string]any{"login": "u", "password": s}},
+	}
+	for name, args := range cases {
+		t.Run(name, func(t *testing.T) {
+			res, code, raw := ansibletest.Run(t, testModule, echo, args)
+			assert.Equal(t, 1, code, "the arguments are bad: %v", res["msg"])
+			assert.NotContains(t, raw, s)
+			assert.NotEmpty(t, res["msg"])
+		})
+	}
+}
+
+func TestOneSlip(t *testing.T) {
+	for _, tc := range []struct {
+		a, b string
+		want bool
+	}{
+		{"password", "pasword", true}, {"password", "passwrod", true}, {"password", "passwordd", true},
+		{"password", "passxord", true}, {"password", "password", false}, {"password", "pswd", false},
+		{"token", "tokne", true}, {"token", "otken", true}, {"a", "", true}, {"ab", "ba", true}, {"abc", "cab", false},
+	} {
+		assert.Equal(t, tc.want, ansible.OneSlip(tc.a, tc.b), "%s/%s", tc.a, tc.b)
+		assert.Equal(t, tc.want, ansible.OneSlip(tc.b, tc.a), "%s/%s", tc.b, tc.a)
+	}
+}

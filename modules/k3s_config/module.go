@@ -31,7 +31,7 @@ var module = &ansible.Module{
 	Notes: []string{
 		"k3s reads config.yaml first, then each C(config.yaml.d/*.yaml) drop-in in lexical order; a plain key in a later file replaces the earlier value and a C(key+) key appends to a list flag.",
 		"A server-only key on an agent fails here, because C(k3s agent) refuses to start with it; an agent-only key on a server fails too, because C(k3s server) would silently drop it.",
-		"In diffs the values of C(token) and of the secret flags (agent-token, etcd-s3-access-key, etcd-s3-secret-key, etcd-s3-session-token, datastore-endpoint, vpn-auth) are replaced by a short sha256 fingerprint; they are masked in the result like a no_log option.",
+		"In diffs the values of C(token) and of the secret flags (agent-token, etcd-s3-access-key, etcd-s3-secret-key, etcd-s3-session-token, datastore-endpoint, vpn-auth) are replaced by C(<redacted>), and on the new side by C(<redacted, changed>) where the value changed; nothing derived from a secret is ever shown. They are masked in the result like a no_log option.",
 		"k3s does not reload its config: act on C(restart_needed) by restarting the k3s service.",
 	},
 	Spec: ansible.Spec{
@@ -94,7 +94,7 @@ var module = &ansible.Module{
 `,
 	Returns: []ansible.Return{
 		{Name: "path", Description: []string{"The file written or removed."}, Returned: "always", Type: "str", Sample: DefaultPath},
-		{Name: "checksum", Description: []string{"sha256 of the rendered content (what the file holds after the task)."}, Returned: "when state is present", Type: "str", Sample: "0b5d7c7b3f5a8d0e2c1f4a6b9e8d7c6b5a4f3e2d1c0b9a8f7e6d5c4b3a2f1e0d"},
+		{Name: "checksum", Description: []string{"sha256 of the rendered content (what the file holds after the task) with the values of C(token) and the secret flags left out, so that it cannot be used to test a guessed secret. A changed secret shows in C(changed) and C(restart_needed), not here."}, Returned: "when state is present", Type: "str", Sample: "0b5d7c7b3f5a8d0e2c1f4a6b9e8d7c6b5a4f3e2d1c0b9a8f7e6d5c4b3a2f1e0d"},
 		{Name: "restart_needed", Description: []string{"Whether the content k3s reads changed, so the k3s service must restart to use it. A mode or owner fix alone needs no restart."}, Returned: "always", Type: "bool", Sample: true},
 		{Name: "node_name", Description: []string{"The name k3s registers this node under: C(node-name) from C(config), else the host name in lower case. Empty when C(with-node-id) adds a random suffix."}, Returned: "when state is present", Type: "str", Sample: "node1"},
 		{Name: "backup_file", Description: []string{"The copy of the old file, when C(backup) made one."}, Returned: "changed and backup is true", Type: "str", Sample: "/etc/rancher/k3s/config.yaml.4242.2026-12-02@10:00:00~"},
@@ -159,7 +159,9 @@ func run(_ context.Context, req *ansible.Request) (*ansible.Result, error) {
 		if err != nil {
 			return res, err
 		}
-		sum := sha256.Sum256(content)
+		// Of the content without its secrets: a checksum of the token's
+		// file would let a CI log's reader test a guessed token.
+		sum := sha256.Sum256([]byte(redact(string(content))))
 		res.Set("checksum", hex.EncodeToString(sum[:]))
 		res.Set("node_name", nodeName(a.Config, os.Hostname))
 	}
@@ -177,10 +179,8 @@ func run(_ context.Context, req *ansible.Request) (*ansible.Result, error) {
 	res.Changed = contentChanged || (a.State == "present" && cur.WrongPerm)
 	res.Set("restart_needed", contentChanged)
 	if contentChanged {
-		res.Diff = []ansible.Diff{{
-			Before: redact(string(cur.Content)), After: redact(string(content)),
-			BeforeHeader: path, AfterHeader: path,
-		}}
+		before, after := redactPair(string(cur.Content), string(content))
+		res.Diff = []ansible.Diff{{Before: before, After: after, BeforeHeader: path, AfterHeader: path}}
 	}
 	if !res.Changed || req.CheckMode {
 		return res, nil
@@ -221,16 +221,29 @@ func nodeName(config map[string]any, hostname func() (string, error)) string {
 }
 
 // secretConfigValues lists the values of the secret flags in a raw config
-// dict, so they are masked everywhere, even when validation fails.
+// dict, so they are masked everywhere, even when validation fails: under
+// their names, the alias t, or one slip away from a name (agnt-token).
 func secretConfigValues(config any) []string {
 	m, _ := config.(map[string]any)
 	var out []string
 	for key, v := range m {
-		if secretKeys[strings.TrimSuffix(key, "+")] {
+		if isSecretKey(strings.TrimSuffix(key, "+")) {
 			out = append(out, scalarStringsAny(v)...)
 		}
 	}
 	return out
+}
+
+func isSecretKey(name string) bool {
+	if secretKeys[name] || ownedKeys[name] == "token" {
+		return true
+	}
+	for k := range secretKeys {
+		if ansible.OneSlip(name, k) {
+			return true
+		}
+	}
+	return false
 }
 
 // scalarStringsAny lists the string forms of a raw config value.

@@ -61,8 +61,8 @@ func TestModuleLifecycle(t *testing.T) {
 	assert.Equal(t, path, res["path"])
 	content, err := os.ReadFile(path)
 	require.NoError(t, err)
-	sum := sha256.Sum256(content)
-	assert.Equal(t, hex.EncodeToString(sum[:]), res["checksum"])
+	sum := sha256.Sum256([]byte(redact(string(content))))
+	assert.Equal(t, hex.EncodeToString(sum[:]), res["checksum"], "the checksum leaves the token out")
 	assert.Contains(t, string(content), "token: "+testToken)
 	info, err := os.Stat(path)
 	require.NoError(t, err)
@@ -84,9 +84,9 @@ func TestModuleLifecycle(t *testing.T) {
 	assert.Equal(t, path, diff["before_header"])
 	assert.Contains(t, diff["before"], "  - zone=a\n")
 	assert.Contains(t, diff["after"], "  - zone=b\n")
-	fp := fingerprint(testToken)
-	assert.Contains(t, diff["before"], "token: "+fp)
-	assert.Contains(t, diff["after"], "token: "+fp, "the same token shows the same fingerprint")
+	assert.Contains(t, diff["before"], "\ntoken: <redacted>\n")
+	assert.Contains(t, diff["after"], "\ntoken: <redacted>\n", "an unchanged token is not marked changed")
+	assert.Contains(t, diff["after"], "agent-token: <redacted>\n")
 	again, _ := os.ReadFile(path)
 	assert.Equal(t, content, again, "check mode with diff writes nothing")
 
@@ -177,11 +177,32 @@ func TestRedactHandEditedFile(t *testing.T) {
 	assert.NotContains(t, got, "abc")
 	assert.NotContains(t, got, "pw@db")
 	assert.Contains(t, got, "# edited by hand\n")
-	assert.Contains(t, got, "token: "+fingerprint("abc")+"\n")
-	assert.Contains(t, got, "t: "+fingerprint("abc")+"\n")
-	assert.Contains(t, got, "  - "+fingerprint("x")+"\n")
+	assert.Contains(t, got, "token: <redacted>\n")
+	assert.Contains(t, got, "t: <redacted>\n")
+	assert.Contains(t, got, "  - <redacted>\n")
 	assert.Contains(t, got, "node-name: n1\n")
 	assert.True(t, strings.HasSuffix(got, "\n"))
+}
+
+// Nothing in a result may let a reader test a guessed secret: a changed
+// token is said to have changed, and the checksum is the same whatever
+// the token.
+func TestNothingDerivedFromASecret(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	first, code := runModule(t, baseArgs(path))
+	require.Equal(t, 0, code, first["msg"])
+
+	other := with(baseArgs(path), "token", "another-token-value", "_ansible_check_mode", true, "_ansible_diff", true)
+	res, code, raw := ansibletest.Run(t, module, run, other)
+	require.Equal(t, 0, code, res["msg"])
+	assert.NotContains(t, raw, "another-token-value")
+	assert.Equal(t, true, res["restart_needed"])
+	assert.Equal(t, first["checksum"], res["checksum"], "the checksum does not depend on the token")
+	diff := res["diff"].(map[string]any)
+	assert.Contains(t, diff["before"], "\ntoken: <redacted>\n")
+	assert.Contains(t, diff["after"], "\ntoken: <redacted, changed>\n")
+	assert.Contains(t, diff["after"], "agent-token: <redacted>\n", "the agent token did not change")
+	assert.NotRegexp(t, `[0-9a-f]{12}`, diff["after"], "no hash of anything in the diff")
 }
 
 func TestSidecarDocs(t *testing.T) {

@@ -1,17 +1,11 @@
 package main
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
+	"fmt"
 	"strings"
-)
 
-// fingerprint stands in for a secret in a diff: equal secrets give equal
-// fingerprints, so a diff still shows whether a token changed.
-func fingerprint(secret string) string {
-	sum := sha256.Sum256([]byte(secret))
-	return "<redacted sha256:" + hex.EncodeToString(sum[:])[:12] + ">"
-}
+	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible"
+)
 
 // topLevelKey splits "key: value" (or "key+:", "key:" opening a block) at
 // column 0; ok is false for other lines.
@@ -28,11 +22,36 @@ func topLevelKey(line string) (name, value string, ok bool) {
 }
 
 // redact replaces the value of every secret key in a config file's text
-// with its fingerprint, for diffs. It works on lines, not on a parse, so
-// that a hand-edited file is shown as it is, comments included.
+// with a placeholder. It works on lines, not on a parse, so that a
+// hand-edited file is shown as it is, comments included.
 func redact(content string) string {
+	return redactWith(content, func(string, string) string { return ansible.Redacted })
+}
+
+// redactPair redacts both sides of a diff; on the after side a secret whose
+// value differs from the same key's on the before side says so.
+func redactPair(before, after string) (string, string) {
+	old := map[string]string{}
+	b := redactWith(before, func(slot, value string) string {
+		old[slot] = value
+		return ansible.Redacted
+	})
+	a := redactWith(after, func(slot, value string) string {
+		prev, ok := old[slot]
+		return ansible.RedactedAs(ok && prev != value)
+	})
+	return b, a
+}
+
+// redactWith rewrites each secret scalar in content with what mark returns
+// for it; slot names the key and the scalar's place under it.
+func redactWith(content string, mark func(slot, value string) string) string {
 	lines := strings.SplitAfter(content, "\n")
-	inSecret := false
+	secretKey, n := "", 0
+	next := func(s string) string {
+		n++
+		return mark(fmt.Sprintf("%s#%d", secretKey, n), parseScalar(s))
+	}
 	for i, line := range lines {
 		body := strings.TrimRight(line, "\n")
 		nl := line[len(body):]
@@ -40,32 +59,29 @@ func redact(content string) string {
 			if ownedKeys[name] == "token" {
 				name = "token" // the alias t
 			}
-			inSecret = secretKeys[name]
-			if inSecret && value != "" {
+			secretKey, n = "", 0
+			if secretKeys[name] {
+				secretKey = name
+			}
+			if secretKey != "" && value != "" {
 				key, _, _ := strings.Cut(body, ":")
-				lines[i] = key + ": " + redactScalar(value) + nl
+				lines[i] = key + ": " + next(value) + nl
 			}
 			continue
 		}
 		trimmed := strings.TrimSpace(body)
-		if inSecret && strings.HasPrefix(body, " ") || inSecret && strings.HasPrefix(body, "-") {
+		if secretKey != "" && (strings.HasPrefix(body, " ") || strings.HasPrefix(body, "-")) {
 			indent := body[:len(body)-len(strings.TrimLeft(body, " "))]
 			if item, ok := strings.CutPrefix(trimmed, "- "); ok {
-				lines[i] = indent + "- " + redactScalar(item) + nl
+				lines[i] = indent + "- " + next(item) + nl
 			} else if trimmed != "" && !strings.HasPrefix(trimmed, "#") {
-				lines[i] = indent + redactScalar(trimmed) + nl
+				lines[i] = indent + next(trimmed) + nl
 			}
 			continue
 		}
 		if trimmed != "" && !strings.HasPrefix(trimmed, "#") {
-			inSecret = false
+			secretKey = ""
 		}
 	}
 	return strings.Join(lines, "")
-}
-
-// redactScalar fingerprints the value a YAML scalar holds, so that "x",
-// 'x' and x give the same fingerprint.
-func redactScalar(s string) string {
-	return fingerprint(parseScalar(s))
 }

@@ -97,7 +97,7 @@ func TestSeedSecretAgainstAPIServer(t *testing.T) {
 		assert.Equal(t, before, versions())
 	})
 
-	t.Run("a rotated value shows in the diff as a fingerprint only", func(t *testing.T) {
+	t.Run("a rotated value shows in the diff as changed, with nothing derived from it", func(t *testing.T) {
 		args := seed("rotated-secret-2b8e")
 		args["_ansible_check_mode"], args["_ansible_diff"] = true, true
 		res, code := runSeed(args)
@@ -105,7 +105,9 @@ func TestSeedSecretAgainstAPIServer(t *testing.T) {
 		assert.Equal(t, true, res["changed"])
 		diff := res["diff"].(map[string]any)
 		assert.Equal(t, "secret/platform/infisical-universal-auth", diff["before_header"])
-		assert.Contains(t, diff["after"], "  clientSecret: <redacted sha256:")
+		assert.Contains(t, diff["before"], "  clientSecret: <redacted>\n")
+		assert.Contains(t, diff["after"], "  clientSecret: <redacted, changed>\n")
+		assert.Contains(t, diff["after"], "  clientId: <redacted>\n", "an unchanged key is not marked")
 		assert.NotEqual(t, diff["before"], diff["after"])
 		sec, _ := kc.CoreV1().Secrets("platform").Get(ctx, "infisical-universal-auth", metav1.GetOptions{})
 		assert.Equal(t, clientSecret, string(sec.Data["clientSecret"]), "check mode persisted nothing")

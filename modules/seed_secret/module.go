@@ -11,7 +11,7 @@ var module = &ansible.Module{
 	Description: []string{
 		"Creates namespaces by name only (no labels or annotations), so that Flux can take them over later without a fight.",
 		"Creates or updates Secrets by server-side apply with the field manager C(gitops.k3s_flux): a git deploy key with C(known_hosts) built from GitHub's published host keys, a SOPS age key, or any data (for example Infisical universal auth in each tier namespace).",
-		"Values are compared by content and never returned, logged or shown: diffs show each key with a short sha256 fingerprint.",
+		"Values are compared by content and never returned, logged or shown: diffs show each key as C(<redacted>), or C(<redacted, changed>) on the new side where its value changed, and nothing derived from a value.",
 		"A Secret that Flux has adopted (it carries a C(kustomize.toolkit.fluxcd.io/name) or C(helm.toolkit.fluxcd.io/name) label) is left alone and reported as adopted, unless C(force=true).",
 	},
 	Author:    []string{"gitops.k3s_flux maintainers"},

@@ -3,9 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -346,25 +344,22 @@ func sortedKeys(data map[string][]byte) []string {
 	return keys
 }
 
-// fingerprint stands in for a value in diffs.
-func fingerprint(v []byte) string {
-	sum := sha256.Sum256(v)
-	return "<redacted sha256:" + hex.EncodeToString(sum[:])[:12] + ">"
-}
-
-// secretDiff shows a Secret's keys with fingerprints, never values.
+// secretDiff shows a Secret's keys, never their values nor anything
+// derived from them: on the after side a key whose value differs from the
+// before side's says so.
 func secretDiff(s secretSpec, before, after map[string][]byte) *ansible.Diff {
-	render := func(data map[string][]byte) string {
+	render := func(data, other map[string][]byte) string {
 		if data == nil {
 			return ""
 		}
 		var b strings.Builder
 		fmt.Fprintf(&b, "apiVersion: v1\nkind: Secret\nmetadata:\n  name: %s\n  namespace: %s\ntype: %s\ndata:\n", s.Name, s.Namespace, s.Type)
 		for _, k := range sortedKeys(data) {
-			fmt.Fprintf(&b, "  %s: %s\n", k, fingerprint(data[k]))
+			old, had := other[k]
+			fmt.Fprintf(&b, "  %s: %s\n", k, ansible.RedactedAs(other != nil && had && !bytes.Equal(old, data[k])))
 		}
 		return b.String()
 	}
 	header := "secret/" + s.Namespace + "/" + s.Name
-	return &ansible.Diff{Before: render(before), After: render(after), BeforeHeader: header, AfterHeader: header}
+	return &ansible.Diff{Before: render(before, nil), After: render(after, before), BeforeHeader: header, AfterHeader: header}
 }
