@@ -16,7 +16,7 @@ APT_PACKAGES := ansible-core openssh-server openssh-client iproute2 util-linux g
 BENCH_APT_PACKAGES := ansible python3-kubernetes time
 ROUNDS ?= 3
 
-.PHONY: help build docs test test-unit test-integration test-e2e testbed-bin collection deps bench demo demo-collection demo-down clean
+.PHONY: help build docs fuzz test test-unit test-integration test-e2e testbed-bin collection deps bench demo demo-collection demo-down clean
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9-]+:.*## / {printf "  %-17s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -36,6 +36,12 @@ test: deps testbed-bin test-unit test-integration test-e2e ## Everything CI runs
 
 test-unit: ## Unit tests (no network, no root)
 	go test ./...
+
+FUZZTIME ?= 30s
+FUZZ_PACKAGES := ./internal/ansible $(addprefix ./modules/,$(MODULES))
+
+fuzz: ## Fuzz every module's arguments for no_log leaks (FUZZTIME=30s each; go test ./... runs the checked-in corpus)
+	@for p in $(FUZZ_PACKAGES); do echo "fuzz $$p"; go test $$p -run '^$$' -fuzz '^FuzzNoLog$$' -fuzztime $(FUZZTIME) | tail -2; done
 
 test-integration: testbed-bin ## Integration tests against the test bed's real API server, registry and Flux (needs root)
 	go test -tags integration -count=1 -p 1 -timeout 30m ./...

@@ -360,3 +360,9 @@ func TestOneSlip(t *testing.T) {
 		assert.Equal(t, tc.want, ansible.OneSlip(tc.b, tc.a), "%s/%s", tc.b, tc.a)
 	}
 }
+
+// The protocol alone: no no_log value of the test module's spec (nested
+// dicts, lists of dicts, aliases) reaches stdout, whatever the arguments.
+func FuzzNoLog(f *testing.F) {
+	ansibletest.FuzzNoLog(f, testModule, nil, echo)
+}

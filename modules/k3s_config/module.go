@@ -222,13 +222,22 @@ func nodeName(config map[string]any, hostname func() (string, error)) string {
 
 // secretConfigValues lists the values of the secret flags in a raw config
 // dict, so they are masked everywhere, even when validation fails: under
-// their names, the alias t, or one slip away from a name (agnt-token).
+// their names, the alias t, one slip away from a name (agnt-token), or
+// nested where no flag belongs.
 func secretConfigValues(config any) []string {
-	m, _ := config.(map[string]any)
 	var out []string
-	for key, v := range m {
-		if isSecretKey(strings.TrimSuffix(key, "+")) {
-			out = append(out, scalarStringsAny(v)...)
+	switch t := config.(type) {
+	case map[string]any:
+		for key, v := range t {
+			if isSecretKey(strings.TrimSuffix(key, "+")) {
+				out = append(out, scalarStringsAny(v)...)
+			} else {
+				out = append(out, secretConfigValues(v)...)
+			}
+		}
+	case []any:
+		for _, e := range t {
+			out = append(out, secretConfigValues(e)...)
 		}
 	}
 	return out
@@ -252,6 +261,12 @@ func scalarStringsAny(v any) []string {
 	case nil:
 		return nil
 	case []any:
+		var out []string
+		for _, e := range t {
+			out = append(out, scalarStringsAny(e)...)
+		}
+		return out
+	case map[string]any:
 		var out []string
 		for _, e := range t {
 			out = append(out, scalarStringsAny(e)...)
