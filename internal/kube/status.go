@@ -97,25 +97,3 @@ func eventTime(e corev1.Event) time.Time {
 	}
 	return e.CreationTimestamp.Time
 }
-
-// Poll calls check every interval until it returns done or an error, or
-// the timeout passes (done is then false). After each check that is not
-// done, report (if not nil) can record progress.
-func Poll(ctx context.Context, interval, timeout time.Duration, check func(ctx context.Context) (bool, error), report func()) (bool, error) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	for {
-		done, err := check(ctx)
-		if done || err != nil {
-			return done, err
-		}
-		if report != nil {
-			report()
-		}
-		select {
-		case <-ctx.Done():
-			return false, nil
-		case <-time.After(interval):
-		}
-	}
-}

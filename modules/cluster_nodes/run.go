@@ -61,9 +61,9 @@ func run(ctx context.Context, req *ansible.Request) (*ansible.Result, error) {
 		return rep.ready(), nil
 	}
 	if a.Wait {
-		_, err = kube.Poll(ctx, 500*time.Millisecond, time.Duration(a.WaitTimeout)*time.Second, check, func() {
+		_, err = kube.Poll(ctx, 500*time.Millisecond, time.Duration(a.WaitTimeout)*time.Second, check, kube.Reporter(req.Progress, func() {
 			req.Progress("waiting for nodes: missing %v, not Ready %v", rep.Missing, rep.NotReady)
-		})
+		}))
 	} else {
 		_, err = check(ctx)
 	}

@@ -202,7 +202,7 @@ func waitForOperator(ctx context.Context, c *kube.Clients, a args, req *ansible.
 			return false, nil
 		}
 		return true, nil
-	}, func() { req.Progress("waiting for the Flux Operator: %s", last) })
+	}, kube.Reporter(req.Progress, func() { req.Progress("waiting for the Flux Operator: %s", last) }))
 	if ready {
 		req.Progress("the Flux Operator is ready (CRD established, %s available)", deployment)
 	}
@@ -265,12 +265,12 @@ func waitReady(ctx context.Context, c *kube.Clients, obj *unstructured.Unstructu
 			}
 		}
 		return r.Ready, nil
-	}, func() {
+	}, kube.Reporter(req.Progress, func() {
 		if last != nil {
 			r := kube.ReadinessOf(last)
 			req.Progress("waiting for FluxInstance %s/%s: Ready=%s %s: %s", ns, instanceName, r.Status, r.Reason, r.Message)
 		}
-	})
+	}))
 	if ready {
 		req.Progress("FluxInstance %s/%s is Ready", ns, instanceName)
 		return last, nil

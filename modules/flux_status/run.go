@@ -112,9 +112,9 @@ func run(ctx context.Context, req *ansible.Request) (*ansible.Result, error) {
 		return err == nil && rep.ready(), err
 	}
 	if a.Wait {
-		_, err = kube.Poll(ctx, 500*time.Millisecond, time.Duration(a.WaitTimeout)*time.Second, collect, func() {
+		_, err = kube.Poll(ctx, 500*time.Millisecond, time.Duration(a.WaitTimeout)*time.Second, collect, kube.Reporter(req.Progress, func() {
 			req.Progress("waiting for Flux: %d not Ready, source %s at %q", len(rep.Failing), a.Source, rep.RevisionServed)
-		})
+		}))
 	} else {
 		_, err = collect(ctx)
 	}

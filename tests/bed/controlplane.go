@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -249,4 +250,30 @@ func (cp *controlPlane) stop() {
 	for i := len(cp.procs) - 1; i >= 0; i-- {
 		cp.procs[i].Stop(10 * time.Second)
 	}
+}
+
+// RestartAPIServer stops kube-apiserver, keeps it down for down, then
+// starts it again with the same flags and etcd and waits until it is
+// ready: the blip an upgrade or a crash of the server makes.
+func (b *Bed) RestartAPIServer(ctx context.Context, down time.Duration) error {
+	cp := b.cp
+	i := slices.IndexFunc(cp.procs, func(p *Process) bool { return p.Name == "kube-apiserver" })
+	if i < 0 {
+		return fmt.Errorf("restart kube-apiserver: not running")
+	}
+	old := cp.procs[i]
+	old.Stop(10 * time.Second)
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(down):
+	}
+	next, err := startProcess(old.Name, old.Log, old.env, old.restart, old.args...)
+	if err != nil {
+		return fmt.Errorf("restart kube-apiserver: %w", err)
+	}
+	cp.procs[i] = next
+	return waitFor(ctx, "kube-apiserver /readyz after its restart", 200*time.Millisecond, func() error {
+		return cp.get("/readyz")
+	})
 }

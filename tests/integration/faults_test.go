@@ -1,0 +1,104 @@
+//go:build integration
+
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gitops-k3s-flux/k3s_flux/tests/bed"
+)
+
+// The API server going away for 10 s in the middle of a wait (an upgrade,
+// a crash) does not fail flux_instance, cluster_nodes or flux_status: each
+// retries until its wait_timeout and succeeds once what it waits for is
+// there. Each wait is made to need something that only happens after the
+// restart, so the blip always lands inside it.
+func TestWaitsSurviveAnAPIServerRestart(t *testing.T) {
+	b := bed.Start(t, bed.Options{Name: "k3sfr", Subnet: "10.213.9", Flux: true})
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	require.NoError(t, b.AddNode(ctx, "worker"))
+	m := modules(t)
+	call := func(module string, args map[string]any) (map[string]any, int) {
+		t.Helper()
+		args["kubeconfig"] = b.Kubeconfig
+		res, code, _ := m.run(module, args)
+		return res, code
+	}
+	type result struct {
+		res     map[string]any
+		code    int
+		elapsed time.Duration
+	}
+	// during runs the module in the background, restarts the API server
+	// once the wait is under way, then does what the wait needs.
+	during := func(module string, args map[string]any, after func()) result {
+		t.Helper()
+		args["_ansible_verbosity"] = 1
+		done := make(chan result, 1)
+		start := time.Now()
+		go func() {
+			res, code := call(module, args)
+			done <- result{res, code, time.Since(start)}
+		}()
+		time.Sleep(2 * time.Second)
+		restart := time.Now()
+		require.NoError(t, b.RestartAPIServer(ctx, 10*time.Second))
+		t.Logf("%s: kube-apiserver down and back in %s", module, time.Since(restart).Round(100*time.Millisecond))
+		after()
+		r := <-done
+		t.Logf("%s: succeeded %s after it started, %s after the API server was back", module,
+			r.elapsed.Round(100*time.Millisecond), time.Since(restart).Round(100*time.Millisecond))
+		return r
+	}
+	deployKey, err := os.ReadFile(b.Flux.Git.DeployKey)
+	require.NoError(t, err)
+	res, code := call("seed_secret", map[string]any{"namespaces": []any{"flux-system"}, "secrets": []any{map[string]any{"name": "git-deploy-key", "namespace": "flux-system",
+		"git_deploy_key": map[string]any{"private_key": string(deployKey), "known_hosts": b.Flux.Git.KnownHosts}}}})
+	require.Equal(t, 0, code, res["msg"])
+
+	t.Run("flux_instance waiting for the operator", func(t *testing.T) {
+		definition := map[string]any{"apiVersion": "fluxcd.controlplane.io/v1", "kind": "FluxInstance", "metadata": map[string]any{"name": "flux"},
+			"spec": map[string]any{
+				"distribution": map[string]any{"version": "2.9.x", "registry": "ghcr.io/fluxcd"},
+				"components":   []any{"source-controller", "kustomize-controller"},
+				"cluster":      map[string]any{"networkPolicy": false},
+				"sync": map[string]any{"kind": "GitRepository", "url": b.Flux.Git.SSHURL, "ref": "refs/heads/main",
+					"path": "clusters/test", "pullSecret": "git-deploy-key", "interval": "10m"}, // no reconcile but the one asked for
+			}}
+		r := during("flux_instance", map[string]any{"definition": definition, "require_secrets": []any{"flux-system/git-deploy-key"}, "wait_timeout": 150}, func() {
+			res, code := call("flux_operator", map[string]any{"chart_ref": b.Registry.ChartRef(), "chart_version": "0.59.0", "plain_http": true})
+			require.Equal(t, 0, code, res["msg"])
+		})
+		require.Equal(t, 0, r.code, r.res["msg"])
+		assert.Equal(t, true, r.res["ready"])
+		assert.Contains(t, fmt.Sprint(r.res["progress"]), "the API server did not answer, retrying")
+	})
+
+	t.Run("cluster_nodes waiting for a node", func(t *testing.T) {
+		r := during("cluster_nodes", map[string]any{"names": []any{"worker", "late"}, "wait_timeout": 120}, func() {
+			require.NoError(t, b.AddNode(ctx, "late"))
+		})
+		require.Equal(t, 0, r.code, r.res["msg"])
+		assert.Empty(t, r.res["not_ready"])
+		assert.Contains(t, fmt.Sprint(r.res["progress"]), "the API server did not answer, retrying")
+	})
+
+	t.Run("flux_status waiting for a revision", func(t *testing.T) {
+		sha, err := b.Flux.Git.Commit("after the blip", map[string]string{"infra/configs/settings.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cluster-settings\n  namespace: infra\ndata:\n  greeting: blip\n"})
+		require.NoError(t, err)
+		r := during("flux_status", map[string]any{"wait": true, "wait_for_revision": sha[:12], "wait_timeout": 120}, func() {
+			require.NoError(t, b.RequestReconcile(ctx, bed.GitRepositoryGVR, "flux-system", "flux-system"))
+		})
+		require.Equal(t, 0, r.code, r.res["msg"])
+		assert.Equal(t, true, r.res["ready"])
+		assert.Contains(t, fmt.Sprint(r.res["progress"]), "the API server did not answer, retrying")
+	})
+}
