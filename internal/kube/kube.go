@@ -30,6 +30,16 @@ const FieldManager = "gitops.k3s_flux"
 // adopted by Flux and the modules leave it alone unless forced.
 var fluxOwnerLabels = []string{"kustomize.toolkit.fluxcd.io/name", "helm.toolkit.fluxcd.io/name"}
 
+// Resources more than one module reads.
+var (
+	FluxInstanceGVR = schema.GroupVersionResource{Group: "fluxcd.controlplane.io", Version: "v1", Resource: "fluxinstances"}
+	DeploymentGVR   = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+)
+
+// FluxInstanceName is the only name the Flux Operator accepts for a
+// FluxInstance.
+const FluxInstanceName = "flux"
+
 // ConnectionOptions are the options every cluster module takes, named as
 // in kubernetes.core.
 func ConnectionOptions() []ansible.Option {

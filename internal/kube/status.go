@@ -68,6 +68,26 @@ func ReadinessOf(obj *unstructured.Unstructured) Readiness {
 	return r
 }
 
+// StalledOf returns the Stalled=True condition set for the object's
+// current generation, if any: Flux gives up on such an object until its
+// spec changes, so a wait for it is over.
+func StalledOf(obj *unstructured.Unstructured) (Condition, bool) {
+	observed, found, _ := unstructured.NestedInt64(obj.Object, "status", "observedGeneration")
+	for _, c := range Conditions(obj) {
+		if c.Type != "Stalled" || c.Status != "True" {
+			continue
+		}
+		gen := c.ObservedGeneration
+		if gen == 0 && found {
+			gen = observed
+		}
+		if gen == 0 || gen >= obj.GetGeneration() {
+			return c, true
+		}
+	}
+	return Condition{}, false
+}
+
 // RecentEvents returns the newest events about an object, oldest first,
 // as "Type Reason: message" lines.
 func (c *Clients) RecentEvents(ctx context.Context, namespace, kind, name string, limit int) []string {

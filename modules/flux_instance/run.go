@@ -22,14 +22,14 @@ import (
 const (
 	apiVersion   = "fluxcd.controlplane.io/v1"
 	instanceKind = "FluxInstance"
-	instanceName = "flux" // the only name the operator accepts
+	instanceName = kube.FluxInstanceName
 	crdName      = "fluxinstances.fluxcd.controlplane.io"
 )
 
 var (
-	instanceGVR   = schema.GroupVersionResource{Group: "fluxcd.controlplane.io", Version: "v1", Resource: "fluxinstances"}
+	instanceGVR   = kube.FluxInstanceGVR
 	crdGVR        = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
-	deploymentGVR = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+	deploymentGVR = kube.DeploymentGVR
 )
 
 type args struct {
@@ -259,10 +259,8 @@ func waitReady(ctx context.Context, c *kube.Clients, obj *unstructured.Unstructu
 		last = o
 		r := kube.ReadinessOf(o)
 		// Stalled is terminal: no retry until the spec changes.
-		for _, cond := range kube.Conditions(o) {
-			if cond.Type == "Stalled" && cond.Status == "True" {
-				return false, fmt.Errorf("FluxInstance %s/%s is stalled: %s: %s", ns, instanceName, cond.Reason, cond.Message)
-			}
+		if cond, stalled := kube.StalledOf(o); stalled {
+			return false, fmt.Errorf("FluxInstance %s/%s is stalled: %s: %s", ns, instanceName, cond.Reason, cond.Message)
 		}
 		return r.Ready, nil
 	}, kube.Reporter(req.Progress, func() {

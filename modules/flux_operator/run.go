@@ -23,7 +23,6 @@ import (
 	"helm.sh/helm/v3/pkg/releaseutil"
 	"helm.sh/helm/v3/pkg/storage/driver"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"sigs.k8s.io/yaml"
@@ -233,7 +232,7 @@ func (h *helm) adoptedBy(ctx context.Context, rel *release.Release) (string, boo
 	return "", false, nil
 }
 
-var deploymentGVR = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+var deploymentGVR = kube.DeploymentGVR
 
 // releaseDeployments lists the Deployments a release's manifest holds.
 func releaseDeployments(rel *release.Release) []types.NamespacedName {

@@ -19,6 +19,8 @@ var module = &ansible.Module{
 	Notes: []string{
 		"An object counts as Ready when its Ready condition is True for its current generation (as kstatus reads it). Suspended objects are reported but do not count as failing.",
 		"When Flux's CRDs are not installed, the lists are empty and C(flux_installed) is false.",
+		"Nothing to check is not success: when C(source) does not exist, C(ready) is false. With C(wait), a FluxInstance in the source's namespace that has no C(spec.sync), or syncs under another name, fails the task at once naming the source to use; so does an object that Flux reports Stalled for its current generation (Flux will not retry it until its spec changes).",
+		"A blip of the API server (unreachable, 429, 5xx, an etcd leader change) during a wait is retried until C(wait_timeout).",
 	},
 	Spec: ansible.Spec{
 		Options: append(kube.ConnectionOptions(),
@@ -47,7 +49,7 @@ var module = &ansible.Module{
 `,
 	Returns: []ansible.Return{
 		{Name: "flux_installed", Description: []string{"Whether Flux's CRDs exist."}, Returned: "always", Type: "bool", Sample: true},
-		{Name: "ready", Description: []string{"Nothing is failing and, with C(wait_for_revision), the source serves that revision."}, Returned: "always", Type: "bool", Sample: true},
+		{Name: "ready", Description: []string{"The source exists, nothing is failing and, with C(wait_for_revision), the source serves that revision."}, Returned: "always", Type: "bool", Sample: true},
 		{Name: "sources", Description: []string{"Each source: kind, namespace, name, ready, reason, message, revision, suspended."}, Returned: "always", Type: "list",
 			Sample: []any{map[string]any{"kind": "GitRepository", "namespace": "flux-system", "name": "flux-system", "ready": true, "reason": "Succeeded", "revision": "main@sha1:4f1c9a..."}}},
 		{Name: "kustomizations", Description: []string{"Each Kustomization: namespace, name, ready, reason, message, revision (last applied), depends_on, suspended."}, Returned: "always", Type: "list",

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -55,6 +56,9 @@ type item struct {
 	Revision  string   `json:"revision"`
 	DependsOn []string `json:"depends_on,omitempty"`
 	Suspended bool     `json:"suspended"`
+	// stalled is the Stalled condition's reason and message when Flux gave
+	// up on the current generation.
+	stalled string
 }
 
 func (i item) failing() bool { return !i.Ready && !i.Suspended }
@@ -70,12 +74,26 @@ type report struct {
 	Kustomizations []item
 	HelmReleases   []item
 	Failing        []item
+	SourceFound    bool
 	RevisionWanted string
 	RevisionServed string
 }
 
+// ready: the source exists, nothing is failing, and the source serves the
+// revision asked for. Nothing to check is not success.
 func (r report) ready() bool {
-	return len(r.Failing) == 0 && (r.RevisionWanted == "" || revisionMatches(r.RevisionServed, r.RevisionWanted))
+	return r.SourceFound && len(r.Failing) == 0 && (r.RevisionWanted == "" || revisionMatches(r.RevisionServed, r.RevisionWanted))
+}
+
+// terminal is why waiting longer cannot help, or "": a Stalled object
+// (Flux gives up on it until its spec changes).
+func (r report) terminal() string {
+	for _, it := range r.Failing {
+		if it.stalled != "" {
+			return fmt.Sprintf("%s/%s/%s is stalled: %s (Flux will not retry until its spec changes)", it.Kind, it.Namespace, it.Name, it.stalled)
+		}
+	}
+	return ""
 }
 
 // revisionMatches accepts a full revision or a commit SHA prefix.
@@ -109,6 +127,12 @@ func run(ctx context.Context, req *ansible.Request) (*ansible.Result, error) {
 	var rep report
 	collect := func(ctx context.Context) (bool, error) {
 		rep, err = collectReport(ctx, clients, a.Namespace, srcNS, srcName, a.WaitForRevision)
+		if err == nil && a.Wait && !rep.SourceFound {
+			err = syncMismatch(ctx, clients, srcNS, srcName)
+		}
+		if err == nil && a.Wait && rep.terminal() != "" {
+			err = errors.New(rep.terminal())
+		}
 		return err == nil && rep.ready(), err
 	}
 	if a.Wait {
@@ -148,7 +172,9 @@ func timeoutError(a args, rep report, failing []string) error {
 	if !rep.Installed {
 		why = append(why, "Flux's CRDs are not installed")
 	}
-	if rep.RevisionWanted != "" && !revisionMatches(rep.RevisionServed, rep.RevisionWanted) {
+	if !rep.SourceFound {
+		why = append(why, fmt.Sprintf("source %s does not exist (sources: %s)", a.Source, sourceNames(rep.Sources)))
+	} else if rep.RevisionWanted != "" && !revisionMatches(rep.RevisionServed, rep.RevisionWanted) {
 		served := rep.RevisionServed
 		if served == "" {
 			served = "nothing yet"
@@ -159,6 +185,39 @@ func timeoutError(a args, rep report, failing []string) error {
 		why = append(why, fmt.Sprintf("%d not Ready: %s", len(failing), strings.Join(failing, "; ")))
 	}
 	return fmt.Errorf("Flux not ready after %ds: %s", a.WaitTimeout, strings.Join(why, "; "))
+}
+
+func sourceNames(sources []item) string {
+	if len(sources) == 0 {
+		return "none"
+	}
+	names := make([]string, 0, len(sources))
+	for _, s := range sources {
+		names = append(names, s.Kind+"/"+s.Namespace+"/"+s.Name)
+	}
+	return strings.Join(names, ", ")
+}
+
+// syncMismatch says why the source will never appear when the namespace's
+// FluxInstance cannot make it: no spec.sync, or a sync under another name.
+func syncMismatch(ctx context.Context, c *kube.Clients, srcNS, srcName string) error {
+	inst, err := c.Get(ctx, kube.FluxInstanceGVR, srcNS, kube.FluxInstanceName)
+	if err != nil || inst == nil {
+		return nil // no instance (or no CRD): the source may still come
+	}
+	sync, found, _ := unstructured.NestedMap(inst.Object, "spec", "sync")
+	if !found {
+		return fmt.Errorf("FluxInstance %s/%s has no spec.sync, so it makes no source %s/%s to wait for: add spec.sync, or name your own source in the source option", srcNS, kube.FluxInstanceName, srcNS, srcName)
+	}
+	name, _ := sync["name"].(string)
+	if name == "" {
+		name = srcNS
+	}
+	if name != srcName {
+		kind, _ := sync["kind"].(string)
+		return fmt.Errorf("FluxInstance %s/%s syncs through %s %s/%s, not %s/%s: set source to %s/%s", srcNS, kube.FluxInstanceName, kind, srcNS, name, srcNS, srcName, srcNS, name)
+	}
+	return nil
 }
 
 func orEmpty(items []item) []item {
@@ -180,6 +239,7 @@ func collectReport(ctx context.Context, c *kube.Clients, namespace, srcNS, srcNa
 	}
 	for _, it := range rep.Sources {
 		if it.Namespace == srcNS && it.Name == srcName {
+			rep.SourceFound = true
 			rep.RevisionServed = it.Revision
 		}
 	}
@@ -226,6 +286,9 @@ func toItem(kind string, obj *unstructured.Unstructured) item {
 	r := kube.ReadinessOf(obj)
 	it := item{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName(), Ready: r.Ready, Status: r.Status,
 		Reason: r.Reason, Message: r.Message, Suspended: r.Suspended}
+	if c, ok := kube.StalledOf(obj); ok {
+		it.stalled = c.Reason + ": " + c.Message
+	}
 	if rev, ok, _ := unstructured.NestedString(obj.Object, "status", "artifact", "revision"); ok {
 		it.Revision = rev
 	} else {
