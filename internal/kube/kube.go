@@ -121,7 +121,9 @@ func (c *Clients) Apply(ctx context.Context, gvr schema.GroupVersionResource, ob
 		return nil, fmt.Errorf("encode %s %s: %w", obj.GetKind(), obj.GetName(), err)
 	}
 	force := true
-	opts := metav1.PatchOptions{FieldManager: FieldManager, Force: &force}
+	// Strict: a field the schema does not know (spec.sync.pth) is an error
+	// naming it, not silently pruned and then reported unchanged forever.
+	opts := metav1.PatchOptions{FieldManager: FieldManager, Force: &force, FieldValidation: metav1.FieldValidationStrict}
 	if dryRun {
 		opts.DryRun = []string{metav1.DryRunAll}
 	}

@@ -101,6 +101,15 @@ func TestHandOff(t *testing.T) {
 		assert.Equal(t, resourceVersion(before), resourceVersion(after), "no write")
 	})
 
+	t.Run("flux_instance refuses a field the CRD does not know, naming it", func(t *testing.T) {
+		def := instance("clusters/test")
+		def["spec"].(map[string]any)["sync"].(map[string]any)["pth"] = "clusters/typo"
+		res, code := call("flux_instance", map[string]any{"definition": def, "require_secrets": []any{"flux-system/git-deploy-key"}})
+		assert.Equal(t, 1, code)
+		assert.Contains(t, res["msg"], "spec.sync.pth")
+		assert.Equal(t, false, res["changed"])
+	})
+
 	var revision string
 	t.Run("flux_status reports the hand-off and waits for a revision", func(t *testing.T) {
 		sha, err := b.Flux.Git.Commit("bump settings", map[string]string{"infra/configs/settings.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cluster-settings\n  namespace: infra\ndata:\n  greeting: hi\n"})
