@@ -366,3 +366,9 @@ func TestOneSlip(t *testing.T) {
 func FuzzNoLog(f *testing.F) {
 	ansibletest.FuzzNoLog(f, testModule, nil, echo)
 }
+
+func TestBadInputs(t *testing.T) {
+	cases := ansibletest.BadInputs(testModule, map[string]any{"name": "x", "user": map[string]any{"login": "u", "password": "bad-input-secret"},
+		"keys": []any{map[string]any{"name": "k", "value": "bad-input-secret"}}})
+	ansibletest.CheckBadInputs(t, testModule, cases, "bad-input-secret")
+}

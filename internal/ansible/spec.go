@@ -30,8 +30,10 @@ type Option struct {
 	Choices  []any
 	// Positive requires an int option to be at least 1 (timeouts, counts).
 	Positive bool
-	Aliases  []string
-	NoLog    bool
+	// Format is a shape a str value (or each element of a list) must have.
+	Format  Format
+	Aliases []string
+	NoLog   bool
 	// NoLogValues picks the secrets out of a value that is not secret as a
 	// whole (a dict of flags holding one token); they are masked like no_log.
 	NoLogValues func(value any) []string

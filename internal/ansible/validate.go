@@ -52,6 +52,7 @@ func (v *validation) validate(spec Spec, params map[string]any, ctx []string) ma
 	for _, o := range spec.Options {
 		v.checkChoices(o, params, ctx)
 		v.checkPositive(o, params, ctx)
+		v.checkFormat(o, params, ctx)
 	}
 	v.checkRequiredTogether(spec.RequiredTogether, params, ctx)
 	v.checkRequiredOneOf(spec.RequiredOneOf, params, ctx)

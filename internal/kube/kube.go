@@ -50,7 +50,7 @@ func ConnectionOptions() []ansible.Option {
 			Description: []string{"The kubeconfig context to use. Defaults to the current context."}},
 		{Name: "validate_certs", Type: ansible.TypeBool, Aliases: []string{"verify_ssl"},
 			Description: []string{"Whether to verify the API server's certificate. Defaults to what the kubeconfig says."}},
-		{Name: "ca_cert", Type: ansible.TypePath, Aliases: []string{"ssl_ca_cert"},
+		{Name: "ca_cert", Type: ansible.TypePath, Format: ansible.FormatFile, Aliases: []string{"ssl_ca_cert"},
 			Description: []string{"A CA bundle to verify the API server with, instead of the kubeconfig's."}},
 	}
 }

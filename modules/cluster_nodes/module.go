@@ -18,7 +18,7 @@ var module = &ansible.Module{
 	DiffMode:  "none",
 	Spec: ansible.Spec{
 		Options: append(kube.ConnectionOptions(),
-			ansible.Option{Name: "names", Type: ansible.TypeList, Elements: ansible.TypeStr, Default: []any{},
+			ansible.Option{Name: "names", Type: ansible.TypeList, Elements: ansible.TypeStr, Format: ansible.FormatObjectName, Default: []any{},
 				Description: []string{"Nodes that must exist and be Ready."}},
 			ansible.Option{Name: "wait", Type: ansible.TypeBool, Default: true,
 				Description: []string{"Wait for the C(names) to be Ready. When false, report once and fail at once if one is not."}},

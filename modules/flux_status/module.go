@@ -24,8 +24,8 @@ var module = &ansible.Module{
 	},
 	Spec: ansible.Spec{
 		Options: append(kube.ConnectionOptions(),
-			ansible.Option{Name: "namespace", Description: []string{"Only report objects in this namespace. Default: all namespaces."}},
-			ansible.Option{Name: "source", Default: "flux-system/flux-system",
+			ansible.Option{Name: "namespace", Format: ansible.FormatNamespace, Description: []string{"Only report objects in this namespace. Default: all namespaces."}},
+			ansible.Option{Name: "source", Default: "flux-system/flux-system", Format: ansible.FormatNamespacedName,
 				Description: []string{"The source C(wait_for_revision) applies to, as C(namespace/name) (any source kind)."}},
 			ansible.Option{Name: "wait_for_revision",
 				Description: []string{"A revision the source must serve: a commit SHA (full or at least 7 characters), or a full Flux revision such as C(main@sha1:<sha>)."}},

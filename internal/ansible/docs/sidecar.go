@@ -106,8 +106,12 @@ func docOptions(options []ansible.Option) map[string]docOption {
 	}
 	out := make(map[string]docOption, len(options))
 	for _, o := range options {
+		description := o.Description
+		if o.Format != "" {
+			description = append(append([]string{}, description...), "Must be "+o.Format.Describe()+"; checked before anything is done.")
+		}
 		out[o.Name] = docOption{
-			Description: o.Description,
+			Description: description,
 			Type:        string(o.TypeName()),
 			Elements:    string(o.Elements),
 			Required:    o.Required,
