@@ -180,6 +180,23 @@ func TestSeedSecretAgainstAPIServer(t *testing.T) {
 		assert.Equal(t, "kubernetes.io/basic-auth", string(sec.Type))
 	})
 
+	t.Run("a type change the API server refuses leaves the old Secret as it was", func(t *testing.T) {
+		before, err := kc.CoreV1().Secrets("platform").Get(ctx, "infisical-universal-auth", metav1.GetOptions{})
+		require.NoError(t, err)
+		for _, check := range []bool{true, false} {
+			res, code := runSeed(map[string]any{"force": true, "_ansible_check_mode": check, "secrets": []any{map[string]any{"name": "infisical-universal-auth", "namespace": "platform",
+				"type": "kubernetes.io/tls", "string_data": map[string]any{"not-a-cert": clientSecret}}}})
+			assert.Equal(t, 1, code, "check mode %v", check)
+			assert.Contains(t, res["msg"], "the API server refuses the new one, so the old one was left as it is")
+			assert.Contains(t, res["msg"], "tls.crt")
+		}
+		after, err := kc.CoreV1().Secrets("platform").Get(ctx, "infisical-universal-auth", metav1.GetOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, before.UID, after.UID, "never deleted")
+		assert.Equal(t, before.Type, after.Type)
+		assert.Equal(t, before.Data, after.Data)
+	})
+
 	t.Run("state absent deletes the secrets", func(t *testing.T) {
 		args := seed(clientSecret)
 		args["state"], args["force"] = "absent", true

@@ -3,6 +3,7 @@ package main
 import (
 	"crypto/ed25519"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/pem"
 	"os"
 	"path/filepath"
@@ -22,14 +23,15 @@ func TestGitHubKnownHosts(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, warnings)
 	lines := strings.Split(strings.TrimSpace(got), "\n")
-	require.Len(t, lines, 3, "one key per line")
+	require.Len(t, lines, 6, "one key per line, for github.com and for ssh.github.com on port 443")
 	assert.True(t, strings.HasPrefix(lines[0], "github.com ecdsa-sha2-nistp256 "), "ecdsa first")
 	assert.True(t, strings.HasPrefix(lines[1], "github.com ssh-ed25519 "))
 	assert.True(t, strings.HasPrefix(lines[2], "github.com ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABgQCj7ndN"), "the current RSA key")
-	for _, l := range lines {
+	assert.True(t, strings.HasPrefix(lines[3], "[ssh.github.com]:443 ecdsa-sha2-nistp256 "))
+	for i, l := range lines {
 		_, hosts, _, _, _, err := ssh.ParseKnownHosts([]byte(l))
 		require.NoError(t, err)
-		assert.Equal(t, []string{"github.com"}, hosts)
+		assert.Equal(t, []string{githubHosts[i/3]}, hosts)
 	}
 }
 
@@ -45,7 +47,8 @@ func TestGitHubMetaFile(t *testing.T) {
 	  "ssh_keys":["` + k[1].Type + " " + k[1].Blob + `","` + k[0].Type + " " + k[0].Blob + `","ssh-rsa ` + k[2].Blob + `"]}`
 	got, warnings, err := githubKnownHosts(writeMeta(t, good))
 	require.NoError(t, err)
-	assert.Equal(t, "github.com "+k[0].Type+" "+k[0].Blob+"\ngithub.com "+k[1].Type+" "+k[1].Blob+"\n", got, "sorted ecdsa first; rsa left out")
+	assert.Equal(t, "github.com "+k[0].Type+" "+k[0].Blob+"\ngithub.com "+k[1].Type+" "+k[1].Blob+"\n"+
+		"[ssh.github.com]:443 "+k[0].Type+" "+k[0].Blob+"\n[ssh.github.com]:443 "+k[1].Type+" "+k[1].Blob+"\n", got, "sorted ecdsa first; rsa left out")
 	assert.Len(t, warnings, 1)
 	assert.Contains(t, warnings[0], "no fingerprint for its ssh-rsa key")
 
@@ -57,6 +60,19 @@ func TestGitHubMetaFile(t *testing.T) {
 	retired := `{"ssh_key_fingerprints":{"SHA256_RSA":"nThbg6kXUpJWGl7E1IGOCspRomTxdCARLviKw6E5SY8"},"ssh_keys":["ssh-rsa ` + oldRSA + `"]}`
 	_, _, err = githubKnownHosts(writeMeta(t, retired))
 	assert.ErrorContains(t, err, "retired on 2023-03-24")
+
+	// A self-consistent file with a key the collection does not pin: a
+	// tampered file cannot bring its own key in.
+	pub, _, err := ed25519.GenerateKey(rand.Reader)
+	require.NoError(t, err)
+	sshPub, err := ssh.NewPublicKey(pub)
+	require.NoError(t, err)
+	blob := base64.StdEncoding.EncodeToString(sshPub.Marshal())
+	fp, err := fingerprintOf(blob)
+	require.NoError(t, err)
+	foreign := `{"ssh_key_fingerprints":{"SHA256_ED25519":"SHA256:` + fp + `"},"ssh_keys":["ssh-ed25519 ` + blob + `"]}`
+	_, _, err = githubKnownHosts(writeMeta(t, foreign))
+	assert.ErrorContains(t, err, "is not one the collection pins")
 
 	_, _, err = githubKnownHosts(writeMeta(t, "not json"))
 	assert.ErrorContains(t, err, "is not GitHub's meta API JSON")

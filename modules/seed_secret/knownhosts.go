@@ -12,8 +12,10 @@ import (
 	"golang.org/x/crypto/ssh"
 )
 
-// githubHost is the host name the known_hosts lines are for.
-const githubHost = "github.com"
+// githubHosts are the names the known_hosts lines are for: GitHub's SSH
+// endpoint, and the one on port 443 for networks that block port 22
+// (same keys).
+var githubHosts = []string{"github.com", "[ssh.github.com]:443"}
 
 // hostKey is one published SSH host key and its published fingerprint
 // (base64 SHA256 without padding, as GitHub's meta API gives it).
@@ -66,7 +68,11 @@ func githubKnownHosts(metaFile string) (string, []string, error) {
 			return "", nil, err
 		}
 	}
-	var b strings.Builder
+	pinned := map[string]bool{}
+	for _, k := range githubHostKeys {
+		pinned[k.Fingerprint] = true
+	}
+	var lines []string
 	for _, k := range keys {
 		fp, err := fingerprintOf(k.Blob)
 		if err != nil {
@@ -78,7 +84,16 @@ func githubKnownHosts(metaFile string) (string, []string, error) {
 		if fp != k.Fingerprint {
 			return "", nil, fmt.Errorf("GitHub %s host key has fingerprint SHA256:%s, but GitHub publishes SHA256:%s", k.Type, fp, k.Fingerprint)
 		}
-		fmt.Fprintf(&b, "%s %s %s\n", githubHost, k.Type, k.Blob)
+		if !pinned[fp] {
+			return "", nil, fmt.Errorf("GitHub %s host key SHA256:%s is not one the collection pins (checked against GitHub's published fingerprints): github_meta_file may only confirm those keys; a key GitHub rotated in needs a collection release", k.Type, fp)
+		}
+		lines = append(lines, k.Type+" "+k.Blob)
+	}
+	var b strings.Builder
+	for _, host := range githubHosts {
+		for _, l := range lines {
+			fmt.Fprintf(&b, "%s %s\n", host, l)
+		}
 	}
 	return b.String(), warnings, nil
 }
@@ -143,6 +158,9 @@ func checkKnownHosts(text string) (string, error) {
 			return "", fmt.Errorf("known_hosts line %d is not an OpenSSH known_hosts entry: %w", n, err)
 		}
 		lines++
+	}
+	if err := scanner.Err(); err != nil {
+		return "", fmt.Errorf("read known_hosts: %w", err)
 	}
 	if lines == 0 {
 		return "", fmt.Errorf("known_hosts holds no host key")

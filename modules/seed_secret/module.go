@@ -18,7 +18,7 @@ var module = &ansible.Module{
 	CheckMode: "full",
 	DiffMode:  "full",
 	Notes: []string{
-		"C(known_hosts=github) writes one line per GitHub host key (ecdsa, ed25519, rsa), each checked against GitHub's published SHA256 fingerprint; the RSA key GitHub retired in March 2023 is refused. It never runs ssh-keyscan.",
+		"C(known_hosts=github) writes one line per GitHub host key (ecdsa, ed25519, rsa) for C(github.com) and again for C([ssh.github.com]:443) (GitHub's SSH over the HTTPS port), each checked against GitHub's published SHA256 fingerprint; the RSA key GitHub retired in March 2023 is refused. It never runs ssh-keyscan.",
 		"Check mode decides from what is in the cluster and validates changes with a server-side dry run; nothing is persisted.",
 		"A second run with the same input sends no write to the API server.",
 	},
@@ -48,7 +48,7 @@ var module = &ansible.Module{
 							{Name: "known_hosts", Default: "github",
 								Description: []string{"V(github) builds the file from GitHub's published SSH host keys, checked against their published fingerprints.", "Any other value is used as given, after each line parses as an OpenSSH known_hosts entry."}},
 							{Name: "github_meta_file", Type: ansible.TypePath, Format: ansible.FormatFile,
-								Description: []string{"A saved copy of U(https://api.github.com/meta) to take GitHub's keys and fingerprints from instead of the built-in ones, so a key rotation needs no new release."}},
+								Description: []string{"A saved copy of U(https://api.github.com/meta) to take GitHub's keys from instead of the built-in ones. Each key must match its published fingerprint and one the collection pins, so a tampered file fails; a key the file does not publish a fingerprint for is left out with a warning."}},
 						}},
 					{Name: "age_key", Type: ansible.TypeDict,
 						Description:       []string{"A SOPS age identity, validated as an X25519 age key and stored under C(age.agekey)."},

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -204,6 +205,7 @@ func applySecret(ctx context.Context, c *kube.Clients, s secretSpec, data map[st
 		return r, nil, err
 	}
 	var before map[string][]byte
+	var replaced *unstructured.Unstructured // the Secret deleted to change its type
 	owned := map[string]bool{} // data keys this module applied before
 	if current != nil {
 		owned = ownedKeys(current)
@@ -217,15 +219,19 @@ func applySecret(ctx context.Context, c *kube.Clients, s secretSpec, data map[st
 			if !force {
 				return r, nil, fmt.Errorf("Secret %s/%s has type %s, not %s: a Secret's type cannot change; delete it or set force=true to replace it", s.Namespace, s.Name, curType, s.Type)
 			}
+			// The new Secret must be accepted before the old one goes:
+			// a dry-run create under a generated name asks the API server.
+			if err := dryRunCreate(ctx, c, s, data); err != nil {
+				return r, nil, fmt.Errorf("replace Secret %s/%s (type %s) with type %s: the API server refuses the new one, so the old one was left as it is: %w", s.Namespace, s.Name, curType, s.Type, err)
+			}
 			if checkMode {
-				// A dry-run apply would fail on the immutable type; the
-				// replacement itself is what check mode reports.
 				r.Changed = true
 				return r, secretDiff(s, before, data), nil
 			}
 			if err := c.Typed.CoreV1().Secrets(s.Namespace).Delete(ctx, s.Name, metav1.DeleteOptions{}); err != nil {
 				return r, nil, fmt.Errorf("replace Secret %s/%s: %w", s.Namespace, s.Name, err)
 			}
+			replaced = current
 			current, before, owned = nil, nil, map[string]bool{}
 		} else if sameData(before, data, owned) {
 			return r, nil, nil
@@ -255,9 +261,33 @@ func applySecret(ctx context.Context, c *kube.Clients, s secretSpec, data map[st
 		}
 	}
 	if _, err := c.Apply(ctx, secretGVR, obj, checkMode); err != nil {
+		if replaced != nil {
+			return r, nil, errors.Join(err, restoreSecret(ctx, c, replaced))
+		}
 		return r, nil, err
 	}
 	return r, secretDiff(s, before, after), nil
+}
+
+// dryRunCreate asks the API server whether it would accept the Secret
+// (type-specific keys included), without a name that could collide.
+func dryRunCreate(ctx context.Context, c *kube.Clients, s secretSpec, data map[string][]byte) error {
+	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{GenerateName: s.Name + "-", Namespace: s.Namespace}, Type: corev1.SecretType(s.Type), Data: data}
+	_, err := c.Typed.CoreV1().Secrets(s.Namespace).Create(ctx, sec, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	return err
+}
+
+// restoreSecret puts back a Secret deleted for a replacement that then
+// failed, so a failed run never leaves it missing.
+func restoreSecret(ctx context.Context, c *kube.Clients, old *unstructured.Unstructured) error {
+	obj := old.DeepCopy()
+	for _, f := range []string{"resourceVersion", "uid", "creationTimestamp", "managedFields", "generation"} {
+		unstructured.RemoveNestedField(obj.Object, "metadata", f)
+	}
+	if _, err := c.Dynamic.Resource(secretGVR).Namespace(obj.GetNamespace()).Create(ctx, obj, metav1.CreateOptions{FieldManager: kube.FieldManager}); err != nil {
+		return fmt.Errorf("the old Secret %s could not be put back either: %w", kube.ObjectName(obj), err)
+	}
+	return fmt.Errorf("the old Secret %s was put back as it was", kube.ObjectName(obj))
 }
 
 func deleteSecret(ctx context.Context, c *kube.Clients, s secretSpec, force, checkMode bool) (secretResult, *ansible.Diff, error) {
