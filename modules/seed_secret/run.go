@@ -3,9 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -206,7 +206,7 @@ func applySecret(ctx context.Context, c *kube.Clients, s secretSpec, data map[st
 	}
 	var before map[string][]byte
 	var replaced *unstructured.Unstructured // the Secret deleted to change its type
-	owned := map[string]bool{} // data keys this module applied before
+	owned := map[string]bool{}              // data keys this module applied before
 	if current != nil {
 		owned = ownedKeys(current)
 		if by, adopted := kube.FluxOwned(current); adopted && !force {
