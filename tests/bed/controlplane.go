@@ -262,7 +262,7 @@ func (b *Bed) RestartAPIServer(ctx context.Context, down time.Duration) error {
 		return fmt.Errorf("restart kube-apiserver: not running")
 	}
 	old := cp.procs[i]
-	old.Stop(10 * time.Second)
+	old.Stop(time.Second) // as a crash: no long graceful drain
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
