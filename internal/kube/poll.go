@@ -39,9 +39,11 @@ func Poll(ctx context.Context, interval, timeout time.Duration, check func(ctx c
 		case ok && err == nil:
 			done = true
 			return true, nil
-		case err != nil && ctx.Err() != nil:
-			// Cut by the wait's own deadline: time is up, not a failure.
-			return false, ctx.Err()
+		case err != nil && (ctx.Err() != nil || strings.Contains(err.Error(), "would exceed context deadline")):
+			// Cut by the wait's own deadline (or refused by client-go's rate
+			// limiter because it would be): time is up, not a failure.
+			lastTransient = nil
+			return false, context.DeadlineExceeded
 		case err != nil && !IsTransient(err):
 			return false, err
 		}
@@ -54,7 +56,7 @@ func Poll(ctx context.Context, interval, timeout time.Duration, check func(ctx c
 	switch {
 	case done:
 		return true, nil
-	case err != nil && waitCtx.Err() == nil:
+	case err != nil && !errors.Is(err, context.DeadlineExceeded) && waitCtx.Err() == nil:
 		return false, err
 	case ctx.Err() != nil:
 		return false, ctx.Err()

@@ -78,6 +78,19 @@ func TestPollTimeUpIsNotAnError(t *testing.T) {
 	assert.False(t, done)
 }
 
+func TestPollRateLimiterAtTheDeadlineIsTimeUp(t *testing.T) {
+	calls := 0
+	done, err := Poll(context.Background(), time.Millisecond, time.Second, func(ctx context.Context) (bool, error) {
+		calls++
+		if calls == 1 {
+			return false, nil
+		}
+		return false, errors.New("client rate limiter Wait returned an error: rate: Wait(n=1) would exceed context deadline")
+	}, nil)
+	assert.NoError(t, err)
+	assert.False(t, done)
+}
+
 func TestPollEndingWhileTheAPIFailsSaysSo(t *testing.T) {
 	done, err := Poll(context.Background(), time.Millisecond, 30*time.Millisecond, func(context.Context) (bool, error) {
 		return false, apierrors.NewServiceUnavailable("etcd down")

@@ -126,14 +126,22 @@ func run(ctx context.Context, req *ansible.Request) (*ansible.Result, error) {
 	}
 	var rep report
 	collect := func(ctx context.Context) (bool, error) {
-		rep, err = collectReport(ctx, clients, a.Namespace, srcNS, srcName, a.WaitForRevision)
-		if err == nil && a.Wait && !rep.SourceFound {
-			err = syncMismatch(ctx, clients, srcNS, srcName)
+		// A check cut short keeps the last whole report, for the timeout's
+		// message.
+		r, err := collectReport(ctx, clients, a.Namespace, srcNS, srcName, a.WaitForRevision)
+		if err != nil {
+			return false, err
 		}
-		if err == nil && a.Wait && rep.terminal() != "" {
-			err = errors.New(rep.terminal())
+		rep = r
+		if a.Wait && !rep.SourceFound {
+			if err := syncMismatch(ctx, clients, srcNS, srcName); err != nil {
+				return false, err
+			}
 		}
-		return err == nil && rep.ready(), err
+		if a.Wait && rep.terminal() != "" {
+			return false, errors.New(rep.terminal())
+		}
+		return rep.ready(), nil
 	}
 	if a.Wait {
 		_, err = kube.Poll(ctx, 500*time.Millisecond, time.Duration(a.WaitTimeout)*time.Second, collect, kube.Reporter(req.Progress, func() {
