@@ -22,7 +22,7 @@ func rawNoLogValues(options []Option, params map[string]any) []string {
 func optionNoLogValues(o Option, val any) []string {
 	var out []string
 	if o.NoLog {
-		out = append(out, scalarStrings(val)...)
+		out = append(out, ScalarStrings(val)...)
 	}
 	if o.NoLogValues != nil && val != nil {
 		out = append(out, o.NoLogValues(val)...)

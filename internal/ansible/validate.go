@@ -94,7 +94,7 @@ func (v *validation) resolveAliases(spec Spec, params map[string]any) map[string
 func (v *validation) collectNoLog(options []Option, params map[string]any) {
 	for _, o := range options {
 		if o.NoLog {
-			v.noLog = append(v.noLog, scalarStrings(params[o.Name])...)
+			v.noLog = append(v.noLog, ScalarStrings(params[o.Name])...)
 		}
 		if o.NoLogValues != nil && params[o.Name] != nil {
 			v.noLog = append(v.noLog, o.NoLogValues(params[o.Name])...)
@@ -102,9 +102,10 @@ func (v *validation) collectNoLog(options []Option, params map[string]any) {
 	}
 }
 
-// scalarStrings lists the string forms of every scalar in val, as Python's
-// _list_no_log_values does for a no_log option.
-func scalarStrings(val any) []string {
+// ScalarStrings lists the string forms of every scalar in val, as Python's
+// _list_no_log_values does for a no_log option (a module's NoLogValues
+// uses it for the secrets it picks out).
+func ScalarStrings(val any) []string {
 	switch t := val.(type) {
 	case nil, bool:
 		return nil
@@ -116,13 +117,13 @@ func scalarStrings(val any) []string {
 	case []any:
 		var out []string
 		for _, e := range t {
-			out = append(out, scalarStrings(e)...)
+			out = append(out, ScalarStrings(e)...)
 		}
 		return out
 	case map[string]any:
 		var out []string
 		for _, e := range t {
-			out = append(out, scalarStrings(e)...)
+			out = append(out, ScalarStrings(e)...)
 		}
 		return out
 	default:

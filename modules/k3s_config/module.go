@@ -230,7 +230,7 @@ func secretConfigValues(config any) []string {
 	case map[string]any:
 		for key, v := range t {
 			if isSecretKey(strings.TrimSuffix(key, "+")) {
-				out = append(out, scalarStringsAny(v)...)
+				out = append(out, ansible.ScalarStrings(v)...)
 			} else {
 				out = append(out, secretConfigValues(v)...)
 			}
@@ -253,25 +253,4 @@ func isSecretKey(name string) bool {
 		}
 	}
 	return false
-}
-
-// scalarStringsAny lists the string forms of a raw config value.
-func scalarStringsAny(v any) []string {
-	switch t := v.(type) {
-	case nil:
-		return nil
-	case []any:
-		var out []string
-		for _, e := range t {
-			out = append(out, scalarStringsAny(e)...)
-		}
-		return out
-	case map[string]any:
-		var out []string
-		for _, e := range t {
-			out = append(out, scalarStringsAny(e)...)
-		}
-		return out
-	}
-	return []string{fmt.Sprint(v)}
 }
