@@ -37,7 +37,11 @@ func (c *fastWaitClient) wait(checker helmkube.ReadyChecker, resources helmkube.
 	ready, err := kube.Poll(context.Background(), waitInterval, timeout, func(ctx context.Context) (bool, error) {
 		for _, r := range resources {
 			// An error reading a resource is retried, as Helm's waiter does.
-			if ok, err := checker.IsReady(ctx, r); err != nil || !ok {
+			ok, err := checker.IsReady(ctx, r)
+			if err != nil && ctx.Err() != nil {
+				return false, ctx.Err() // cut by the deadline: keep what was awaited
+			}
+			if err != nil || !ok {
 				waiting = fmt.Sprintf("%s %s/%s", r.Mapping.GroupVersionKind.Kind, r.Namespace, r.Name)
 				return false, nil
 			}
