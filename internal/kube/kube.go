@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -87,6 +88,23 @@ func (c Connection) RESTConfig() (*rest.Config, error) {
 	cfg.QPS, cfg.Burst = 50, 100
 	cfg.UserAgent = "gitops.k3s_flux"
 	return cfg, nil
+}
+
+// NoClusterYet tells whether the kubeconfig the task names does not exist
+// yet, as on a first run in check mode, before role k8s_cluster has
+// fetched it: the cluster modules then plan as for a new, empty cluster.
+func (c Connection) NoClusterYet() bool {
+	if c.Kubeconfig == "" {
+		return false
+	}
+	_, err := os.Stat(c.Kubeconfig)
+	return errors.Is(err, fs.ErrNotExist)
+}
+
+// NoClusterWarning is the warning a module gives when it plans without a
+// cluster (see NoClusterYet).
+func (c Connection) NoClusterWarning() string {
+	return fmt.Sprintf("kubeconfig %s does not exist yet (a first run in check mode): planned as for a new, empty cluster", c.Kubeconfig)
 }
 
 // Clients are the typed and dynamic clients of one connection.

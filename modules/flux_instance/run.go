@@ -92,6 +92,13 @@ func run(ctx context.Context, req *ansible.Request) (*ansible.Result, error) {
 			return res, err
 		}
 	}
+	if req.CheckMode && a.Connection.NoClusterYet() {
+		req.Warn("%s", a.Connection.NoClusterWarning())
+		if a.State == "present" {
+			planCreate(res, desired)
+		}
+		return res, nil
+	}
 	clients, err := a.Connection.NewClients()
 	if err != nil {
 		return res, err
@@ -100,11 +107,30 @@ func run(ctx context.Context, req *ansible.Request) (*ansible.Result, error) {
 	if a.State == "absent" {
 		return res, remove(ctx, clients, a, res, req.CheckMode, timeout)
 	}
-	if err := waitForOperator(ctx, clients, a, req, res, timeout, req.CheckMode); err != nil {
+	if req.CheckMode {
+		// Check mode installs no operator, so a wait for it could only
+		// time out: one look at the CRD decides how to plan.
+		established, err := crdEstablished(ctx, clients)
+		if err != nil {
+			return res, err
+		}
+		if !established {
+			req.Warn("the FluxInstance CRD (%s) is not established yet (the Flux Operator's chart installs it): planned from the definition alone, without the API server's validation", crdName)
+			planCreate(res, desired)
+			return res, nil
+		}
+	} else if err := waitForOperator(ctx, clients, a, req, res, timeout); err != nil {
 		return res, err
 	}
-	if err := checkSecrets(ctx, clients, a.RequireSecrets); err != nil {
+	missing, err := missingSecrets(ctx, clients, a.RequireSecrets)
+	if err != nil {
 		return res, err
+	}
+	if len(missing) > 0 {
+		if !req.CheckMode {
+			return res, fmt.Errorf("required Secrets missing, so the FluxInstance was not applied: %s (create them first, e.g. with gitops.k3s_flux.seed_secret)", strings.Join(missing, ", "))
+		}
+		req.Warn("required Secrets missing: %s; a real run fails here unless they exist by then (seed_secret creates them)", strings.Join(missing, ", "))
 	}
 	current, err := clients.Get(ctx, instanceGVR, desired.GetNamespace(), instanceName)
 	if err != nil {
@@ -124,8 +150,7 @@ func run(ctx context.Context, req *ansible.Request) (*ansible.Result, error) {
 	}
 	if current == nil || !sameObject(current, planned) {
 		res.Changed = true
-		res.Diff = []ansible.Diff{{Before: render(current), After: render(planned),
-			BeforeHeader: "fluxinstance/" + desired.GetNamespace() + "/flux", AfterHeader: "fluxinstance/" + desired.GetNamespace() + "/flux"}}
+		res.Diff = instanceDiff(desired.GetNamespace(), current, planned)
 		if req.CheckMode {
 			report(res, current)
 			return res, nil
@@ -141,6 +166,19 @@ func run(ctx context.Context, req *ansible.Request) (*ansible.Result, error) {
 	}
 	report(res, current)
 	return res, nil
+}
+
+// planCreate is the check-mode result when the instance cannot be
+// dry-run (no cluster yet, or no CRD yet): it would be created as defined.
+func planCreate(res *ansible.Result, desired *unstructured.Unstructured) {
+	res.Changed = true
+	res.Diff = instanceDiff(desired.GetNamespace(), nil, desired)
+	report(res, nil)
+}
+
+func instanceDiff(ns string, before, after *unstructured.Unstructured) []ansible.Diff {
+	header := "fluxinstance/" + ns + "/" + instanceName
+	return []ansible.Diff{{Before: render(before), After: render(after), BeforeHeader: header, AfterHeader: header}}
 }
 
 // sameObject compares what an apply would leave with what is there: the
@@ -175,15 +213,15 @@ func render(obj *unstructured.Unstructured) string {
 
 // waitForOperator waits until the FluxInstance CRD is established and the
 // operator Deployment is available.
-func waitForOperator(ctx context.Context, c *kube.Clients, a args, req *ansible.Request, res *ansible.Result, timeout time.Duration, checkMode bool) error {
+func waitForOperator(ctx context.Context, c *kube.Clients, a args, req *ansible.Request, res *ansible.Result, timeout time.Duration) error {
 	var last string
 	deployment := a.OperatorNamespace + "/" + a.OperatorDeployment
 	ready, err := kube.Poll(ctx, 250*time.Millisecond, timeout, func(ctx context.Context) (bool, error) {
-		crd, err := c.Get(ctx, crdGVR, "", crdName)
+		established, err := crdEstablished(ctx, c)
 		if err != nil {
 			return false, err
 		}
-		if crd == nil || !hasCondition(crd, "Established") {
+		if !established {
 			last = fmt.Sprintf("the FluxInstance CRD (%s) is not established; is the Flux Operator installed?", crdName)
 			return false, nil
 		}
@@ -209,10 +247,13 @@ func waitForOperator(ctx context.Context, c *kube.Clients, a args, req *ansible.
 	if err != nil || ready {
 		return err
 	}
-	if checkMode && strings.Contains(last, "not established") {
-		return fmt.Errorf("%s (check mode cannot plan a FluxInstance before its CRD exists)", last)
-	}
 	return fmt.Errorf("waited %s for the Flux Operator: %s", timeout, last)
+}
+
+// crdEstablished tells whether the FluxInstance CRD is there and served.
+func crdEstablished(ctx context.Context, c *kube.Clients) (bool, error) {
+	crd, err := c.Get(ctx, crdGVR, "", crdName)
+	return crd != nil && hasCondition(crd, "Established"), err
 }
 
 func hasCondition(obj *unstructured.Unstructured, condition string) bool {
@@ -224,25 +265,22 @@ func hasCondition(obj *unstructured.Unstructured, condition string) bool {
 	return false
 }
 
-// checkSecrets fails naming every required Secret that is missing.
-func checkSecrets(ctx context.Context, c *kube.Clients, required []string) error {
+// missingSecrets lists the required Secrets that do not exist.
+func missingSecrets(ctx context.Context, c *kube.Clients, required []string) ([]string, error) {
 	var missing []string
 	for _, r := range required {
 		ns, name, ok := strings.Cut(r, "/")
 		if !ok || ns == "" || name == "" {
-			return fmt.Errorf("require_secrets entry %q must be namespace/name", r)
+			return nil, fmt.Errorf("require_secrets entry %q must be namespace/name", r)
 		}
 		_, err := c.Typed.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			missing = append(missing, r)
 		} else if err != nil {
-			return fmt.Errorf("get Secret %s: %w", r, err)
+			return nil, fmt.Errorf("get Secret %s: %w", r, err)
 		}
 	}
-	if len(missing) > 0 {
-		return fmt.Errorf("required Secrets missing, so the FluxInstance was not applied: %s (create them first, e.g. with gitops.k3s_flux.seed_secret)", strings.Join(missing, ", "))
-	}
-	return nil
+	return missing, nil
 }
 
 // waitReady waits until the instance is Ready for its generation; on
@@ -325,7 +363,7 @@ func remove(ctx context.Context, c *kube.Clients, a args, res *ansible.Result, c
 		return fmt.Errorf("FluxInstance %s/flux is adopted by Flux (%s): not deleting it; set force=true to delete anyway", ns, by)
 	}
 	res.Changed = true
-	res.Diff = []ansible.Diff{{Before: render(current), After: "", BeforeHeader: "fluxinstance/" + ns + "/flux", AfterHeader: "fluxinstance/" + ns + "/flux"}}
+	res.Diff = instanceDiff(ns, current, nil)
 	if checkMode {
 		return nil
 	}

@@ -59,3 +59,24 @@ func TestSameObject(t *testing.T) {
 func TestSidecarDocs(t *testing.T) {
 	ansibletest.CheckSidecar(t, module)
 }
+
+func TestCheckModeWithoutACluster(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "cluster.yaml")
+	require.NoError(t, os.WriteFile(src, []byte(clusterYAML), 0o600))
+	kubeconfig := filepath.Join(dir, "not-fetched-yet", "kubeconfig")
+	res, code, _ := ansibletest.Run(t, module, run, map[string]any{"kubeconfig": kubeconfig, "src": src,
+		"require_secrets": []any{"flux-system/git-deploy-key"}, "_ansible_check_mode": true, "_ansible_diff": true})
+	require.Equal(t, 0, code, res["msg"])
+	assert.Equal(t, true, res["changed"])
+	assert.Equal(t, false, res["ready"])
+	diff := res["diff"].(map[string]any)
+	assert.Equal(t, "", diff["before"])
+	assert.Contains(t, diff["after"], "kind: FluxInstance")
+	assert.Contains(t, diff["after"], "version: 2.9.x")
+	assert.Contains(t, res["warnings"].([]any)[0], "kubeconfig "+kubeconfig+" does not exist yet")
+
+	res, code, _ = ansibletest.Run(t, module, run, map[string]any{"kubeconfig": kubeconfig, "src": src})
+	assert.Equal(t, 1, code, "a real run still needs the cluster")
+	assert.Contains(t, res["msg"], "kubeconfig "+kubeconfig)
+}

@@ -4,12 +4,14 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"helm.sh/helm/v3/pkg/release"
+	helmtime "helm.sh/helm/v3/pkg/time"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible/ansibletest"
@@ -18,7 +20,7 @@ import (
 
 func TestFluxOperatorAgainstRegistryAndAPIServer(t *testing.T) {
 	b := bed.Start(t, bed.Options{Name: "k3sfo", Subnet: "10.213.5"})
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	require.NoError(t, b.AddNode(ctx, "worker"))
 	kc, _, err := b.Clients()
@@ -100,13 +102,82 @@ func TestFluxOperatorAgainstRegistryAndAPIServer(t *testing.T) {
 		assert.Equal(t, false, res["changed"], "the rollback restored the last good values")
 	})
 
-	t.Run("a release left pending is recovered", func(t *testing.T) {
-		h, err := newHelm(args{Connection: connection(b.Kubeconfig), ReleaseNamespace: "flux-system", PlainHTTP: true}, t.TempDir())
+	releases := func(t *testing.T) *helm {
+		t.Helper()
+		h, err := newHelm(args{Connection: connection(b.Kubeconfig), ReleaseNamespace: "flux-system", PlainHTTP: true}, t.TempDir(), false)
 		require.NoError(t, err)
+		t.Cleanup(h.cleanup)
+		return h
+	}
+	// leavePending marks the last revision as an interrupted run left it:
+	// pending, and started an hour ago.
+	leavePending := func(t *testing.T, status release.Status) {
+		t.Helper()
+		h := releases(t)
 		rel, err := h.cfg.Releases.Last("flux-operator")
 		require.NoError(t, err)
-		rel.Info.Status = release.StatusPendingUpgrade
+		rel.Info.Status = status
+		rel.Info.LastDeployed = helmtime.Time{Time: time.Now().Add(-time.Hour)}
 		require.NoError(t, h.cfg.Releases.Update(rel))
+	}
+
+	t.Run("a second run while the first is still upgrading fails and undoes nothing", func(t *testing.T) {
+		// The first run's new Pod waits for a node labelled bed/slot=late,
+		// so its upgrade stays pending until the test labels one.
+		first := base("0.59.0", map[string]any{"logLevel": "debug", "nodeSelector": map[string]any{"bed/slot": "late"}})
+		done := make(chan map[string]any, 1)
+		start := time.Now()
+		go func() {
+			res, _, _ := ansibletest.Run(t, module, run, first)
+			done <- res
+		}()
+		h := releases(t)
+		var pending *release.Release
+		require.Eventually(t, func() bool {
+			rel, err := h.cfg.Releases.Last("flux-operator")
+			if err == nil && rel.Info.Status == release.StatusPendingUpgrade {
+				pending = rel
+			}
+			return pending != nil
+		}, time.Minute, 100*time.Millisecond, "the first run's upgrade never became pending")
+
+		for _, checkMode := range []bool{false, true} {
+			second := base("0.59.0", map[string]any{"logLevel": "info"})
+			second["_ansible_check_mode"] = checkMode
+			res, code := op(second)
+			assert.Equal(t, 1, code, "check mode %v", checkMode)
+			assert.Contains(t, res["msg"], "another operation (install/upgrade/rollback) is in progress", "check mode %v", checkMode)
+			assert.Contains(t, res["msg"], fmt.Sprintf("revision %d has been pending-upgrade", pending.Version))
+			assert.Equal(t, false, res["changed"])
+		}
+		rel, err := h.cfg.Releases.Last("flux-operator")
+		require.NoError(t, err)
+		assert.Equal(t, pending.Version, rel.Version, "the second run made no revision")
+		assert.Equal(t, release.StatusPendingUpgrade, rel.Info.Status, "the second run neither rolled back nor recovered the first one's upgrade")
+
+		node, err := kc.CoreV1().Nodes().Get(ctx, "worker", metav1.GetOptions{})
+		require.NoError(t, err)
+		node.Labels["bed/slot"] = "late"
+		_, err = kc.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{})
+		require.NoError(t, err)
+		var res map[string]any
+		select {
+		case res = <-done:
+		case <-ctx.Done():
+			t.Fatal("the first run never finished")
+		}
+		t.Logf("first run finished %s after it started, once a node matched", time.Since(start).Round(time.Millisecond))
+		require.NotEqual(t, true, res["failed"], res["msg"])
+		assert.Equal(t, true, res["changed"])
+		assert.Equal(t, "deployed", res["release"].(map[string]any)["status"])
+		assert.Equal(t, float64(pending.Version), res["release"].(map[string]any)["revision"], "the first run completed its own revision")
+		res, code := op(first)
+		require.Equal(t, 0, code, res["msg"])
+		assert.Equal(t, false, res["changed"])
+	})
+
+	t.Run("a release left pending is recovered", func(t *testing.T) {
+		leavePending(t, release.StatusPendingUpgrade)
 
 		res, code := op(base("0.59.0", map[string]any{"logLevel": "debug"}))
 		require.Equal(t, 0, code, res["msg"])
@@ -140,17 +211,39 @@ func TestFluxOperatorAgainstRegistryAndAPIServer(t *testing.T) {
 	t.Run("a release left pending-install is reinstalled", func(t *testing.T) {
 		res, code := op(base("0.59.0", nil))
 		require.Equal(t, 0, code, res["msg"])
-		h, err := newHelm(args{Connection: connection(b.Kubeconfig), ReleaseNamespace: "flux-system", PlainHTTP: true}, t.TempDir())
-		require.NoError(t, err)
-		rel, err := h.cfg.Releases.Last("flux-operator")
-		require.NoError(t, err)
-		rel.Info.Status = release.StatusPendingInstall
-		require.NoError(t, h.cfg.Releases.Update(rel))
+		leavePending(t, release.StatusPendingInstall)
 
 		res, code = op(base("0.59.0", nil))
 		require.Equal(t, 0, code, res["msg"])
 		assert.Contains(t, res["recovered"], "uninstalled revision 1, left pending-install")
 		assert.Equal(t, "deployed", res["release"].(map[string]any)["status"])
+	})
+
+	t.Run("ca_file and registry credentials together pull from a private TLS registry", func(t *testing.T) {
+		private := func(password string, withCA bool) map[string]any {
+			args := base("0.58.0", nil)
+			args["chart_ref"], args["plain_http"] = b.Registry.TLSChartRef(), false
+			args["registry_username"], args["registry_password"] = b.Registry.Username, password
+			if withCA {
+				args["ca_file"] = b.Registry.CAFile
+			}
+			return args
+		}
+		res, code, out := ansibletest.Run(t, module, run, private("wrong-password-1d9e", true))
+		assert.Equal(t, 1, code)
+		assert.Contains(t, res["msg"], "401")
+		assert.NotContains(t, out, "wrong-password-1d9e")
+
+		res, code, out = ansibletest.Run(t, module, run, private(b.Registry.Password, false))
+		assert.Equal(t, 1, code)
+		assert.Contains(t, res["msg"], "certificate signed by unknown authority")
+		assert.NotContains(t, out, b.Registry.Password)
+
+		res, code, out = ansibletest.Run(t, module, run, private(b.Registry.Password, true))
+		require.Equal(t, 0, code, res["msg"])
+		assert.Equal(t, true, res["changed"])
+		assert.Equal(t, "flux-operator-0.58.0", res["release"].(map[string]any)["chart"])
+		assert.NotContains(t, out, b.Registry.Password)
 	})
 
 	t.Run("a missing chart version fails clearly", func(t *testing.T) {

@@ -13,8 +13,10 @@ var module = &ansible.Module{
 	ShortDescription: "Install, upgrade or remove the Flux Operator Helm chart with the Helm SDK",
 	Description: []string{
 		"Installs the Flux Operator chart (any chart: OCI, repository or local path) as a Helm release, by default C(flux-operator) in C(flux-system), the release Flux adopts later. No helm binary is needed.",
-		"Does nothing when the deployed chart version and values already match; upgrades when either changes, with the manifest diff in diff mode. Check mode renders the chart and diffs the manifests without installing.",
+		"Does nothing when the deployed chart version and values already match; upgrades when either changes, with the manifest diff in diff mode. Check mode renders the chart and diffs the manifests without installing; when the C(kubeconfig) file does not exist yet (a first run), it renders the chart for the Kubernetes version of the client-go it was built with and plans a fresh install, with a warning.",
 		"A release left C(pending-install), C(pending-upgrade) or C(pending-rollback) by an interrupted run is recovered (rolled back to the last deployed revision, or uninstalled when there is none) with a warning that says what was done.",
+		"A pending revision is taken as interrupted only once it started longer ago than C(wait_timeout) plus one minute. Until then another run may still be carrying it out, and the task fails without changing anything (in check mode too), saying that another operation is in progress and when it will be recovered.",
+		"C(ca_file) works together with C(registry_username) and C(registry_password): one registry client carries both.",
 		"Once a Flux HelmRelease has adopted the release (its objects carry C(helm.toolkit.fluxcd.io/name)), the module reports C(adopted) and leaves it alone, unless C(force=true).",
 	},
 	Author:    []string{"gitops.k3s_flux maintainers"},

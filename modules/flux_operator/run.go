@@ -2,13 +2,17 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path"
 	"reflect"
 	"regexp"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -18,9 +22,11 @@ import (
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/cli"
 	helmkube "helm.sh/helm/v3/pkg/kube"
+	kubefake "helm.sh/helm/v3/pkg/kube/fake"
 	"helm.sh/helm/v3/pkg/registry"
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/releaseutil"
+	"helm.sh/helm/v3/pkg/storage"
 	"helm.sh/helm/v3/pkg/storage/driver"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -63,7 +69,11 @@ func run(ctx context.Context, req *ansible.Request) (*ansible.Result, error) {
 	if err != nil {
 		return res, err
 	}
-	h, err := newHelm(a, req.TmpDir)
+	noCluster := req.CheckMode && a.Connection.NoClusterYet()
+	if noCluster {
+		req.Warn("%s", a.Connection.NoClusterWarning())
+	}
+	h, err := newHelm(a, req.TmpDir, noCluster)
 	if err != nil {
 		return res, err
 	}
@@ -81,6 +91,11 @@ func run(ctx context.Context, req *ansible.Request) (*ansible.Result, error) {
 			res.Set("release", releaseInfo(current))
 			req.Warn("Helm release %s/%s is adopted by Flux (%s): left alone; set force=true to change it anyway", a.ReleaseNamespace, a.ReleaseName, by)
 			return res, nil
+		}
+	}
+	if current != nil && isPending(current) {
+		if err := notInProgress(a, current, now()); err != nil {
+			return res, err
 		}
 	}
 	if a.State == "absent" {
@@ -151,8 +166,10 @@ type helm struct {
 }
 
 // newHelm configures the Helm SDK from the connection options, with its
-// caches in a temporary directory.
-func newHelm(a args, tmpDir string) (*helm, error) {
+// caches in a temporary directory. Without a cluster (a first run in check
+// mode) its release store is empty and in memory, and it has no kube
+// clients.
+func newHelm(a args, tmpDir string, noCluster bool) (*helm, error) {
 	home, err := os.MkdirTemp(tmpDir, "helm-")
 	if err != nil {
 		return nil, fmt.Errorf("create Helm cache: %w", err)
@@ -173,25 +190,20 @@ func newHelm(a args, tmpDir string) (*helm, error) {
 	if a.Kubeconfig == "" {
 		flags.KubeConfig = nil
 	}
+	client, err := registryClient(a, settings.RegistryConfig)
+	if err != nil {
+		return nil, err
+	}
 	cfg := new(action.Configuration)
+	cfg.RegistryClient = client
+	if noCluster {
+		cfg.Releases = storage.Init(driver.NewMemory())
+		cfg.KubeClient = &kubefake.PrintingKubeClient{Out: io.Discard}
+		cfg.Log = func(string, ...any) {}
+		return &helm{cfg: cfg, settings: settings, home: home}, nil
+	}
 	if err := cfg.Init(flags, a.ReleaseNamespace, "secret", func(string, ...any) {}); err != nil {
 		return nil, fmt.Errorf("configure Helm: %w", err)
-	}
-	opts := []registry.ClientOption{registry.ClientOptWriter(io.Discard), registry.ClientOptCredentialsFile(settings.RegistryConfig)}
-	if a.PlainHTTP {
-		opts = append(opts, registry.ClientOptPlainHTTP())
-	}
-	if a.RegistryUsername != "" {
-		opts = append(opts, registry.ClientOptBasicAuth(a.RegistryUsername, a.RegistryPassword))
-	}
-	var client *registry.Client
-	if a.CAFile != "" && !a.PlainHTTP {
-		client, err = registry.NewRegistryClientWithTLS(io.Discard, "", "", a.CAFile, false, settings.RegistryConfig, false)
-	} else {
-		client, err = registry.NewClient(opts...)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("Helm registry client: %w", err)
 	}
 	cfg.RegistryClient = client
 	clients, err := a.Connection.NewClients()
@@ -205,6 +217,38 @@ func newHelm(a args, tmpDir string) (*helm, error) {
 }
 
 func (h *helm) cleanup() { _ = os.RemoveAll(h.home) }
+
+// registryClient is one OCI registry client with every option the task
+// gives: plain HTTP, the credentials and the CA together. (Helm's
+// NewRegistryClientWithTLS takes a CA but drops the credentials.)
+func registryClient(a args, credentialsFile string) (*registry.Client, error) {
+	opts := []registry.ClientOption{registry.ClientOptWriter(io.Discard), registry.ClientOptCredentialsFile(credentialsFile)}
+	if a.PlainHTTP {
+		opts = append(opts, registry.ClientOptPlainHTTP())
+	}
+	if a.RegistryUsername != "" {
+		opts = append(opts, registry.ClientOptBasicAuth(a.RegistryUsername, a.RegistryPassword))
+	}
+	if a.CAFile != "" && !a.PlainHTTP {
+		pem, err := os.ReadFile(a.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("read ca_file %s: %w", a.CAFile, err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("ca_file %s holds no PEM certificate", a.CAFile)
+		}
+		tlsConf := &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+		opts = append(opts, registry.ClientOptHTTPClient(&http.Client{
+			Transport: &http.Transport{TLSClientConfig: tlsConf, Proxy: http.ProxyFromEnvironment},
+		}))
+	}
+	client, err := registry.NewClient(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("Helm registry client: %w", err)
+	}
+	return client, nil
+}
 
 // lastRelease is the newest revision of the release, or nil.
 func (h *helm) lastRelease(name string) (*release.Release, error) {
@@ -281,12 +325,12 @@ func (h *helm) install(ctx context.Context, a args, ch *chart.Chart, values map[
 		// Render without touching the cluster, but for its real version:
 		// client-only rendering assumes an old Kubernetes otherwise.
 		in.DryRun, in.DryRunOption, in.ClientOnly = true, "client", true
-		v, err := h.kube.Typed.Discovery().ServerVersion()
+		version, err := h.kubeVersion()
 		if err != nil {
-			return nil, fmt.Errorf("read the API server's version: %w", err)
+			return nil, err
 		}
-		if in.KubeVersion, err = chartutil.ParseKubeVersion(v.GitVersion); err != nil {
-			return nil, fmt.Errorf("parse the API server's version %q: %w", v.GitVersion, err)
+		if in.KubeVersion, err = chartutil.ParseKubeVersion(version); err != nil {
+			return nil, fmt.Errorf("parse the Kubernetes version %q: %w", version, err)
 		}
 	}
 	rel, err := in.RunWithContext(ctx, ch, values)
@@ -294,6 +338,33 @@ func (h *helm) install(ctx context.Context, a args, ch *chart.Chart, values map[
 		return nil, fmt.Errorf("install %s %s into %s: %w", a.ReleaseName, ch.Metadata.Version, a.ReleaseNamespace, err)
 	}
 	return rel, nil
+}
+
+// kubeVersion is the API server's version or, without a cluster, the one
+// this module's client-go was released with (Helm's own default, v1.20,
+// fails charts that require a newer Kubernetes).
+func (h *helm) kubeVersion() (string, error) {
+	if h.kube == nil {
+		return clientGoKubeVersion(), nil
+	}
+	v, err := h.kube.Typed.Discovery().ServerVersion()
+	if err != nil {
+		return "", fmt.Errorf("read the API server's version: %w", err)
+	}
+	return v.GitVersion, nil
+}
+
+// clientGoKubeVersion maps the client-go module this binary was built with
+// (v0.X.Y) to its Kubernetes release (v1.X.Y).
+func clientGoKubeVersion() string {
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, dep := range info.Deps {
+			if dep.Path == "k8s.io/client-go" && strings.HasPrefix(dep.Version, "v0.") {
+				return "v1." + strings.TrimPrefix(dep.Version, "v0.")
+			}
+		}
+	}
+	return chartutil.DefaultCapabilities.KubeVersion.Version
 }
 
 func (h *helm) upgrade(ctx context.Context, a args, ch *chart.Chart, values map[string]any, dryRun bool) (*release.Release, error) {
@@ -326,6 +397,31 @@ func refChartName(ref string) string {
 		}
 	}
 	return path.Base(strings.TrimSuffix(ref, "/"))
+}
+
+// now is the clock; a variable so that tests can move it.
+var now = time.Now
+
+// interruptedAfter is how long after its revision started a pending
+// release is taken as left by an interrupted run: our own wait_timeout plus
+// a minute, as the run that started it may have its own wait still going.
+func interruptedAfter(a args) time.Duration {
+	return time.Duration(a.WaitTimeout)*time.Second + time.Minute
+}
+
+// notInProgress refuses to touch a pending release that another run may
+// still be carrying out: recovering it would roll back or uninstall that
+// run's release under it.
+func notInProgress(a args, rel *release.Release, now time.Time) error {
+	started := rel.Info.LastDeployed.Time
+	age := now.Sub(started)
+	if started.IsZero() || age >= interruptedAfter(a) {
+		return nil
+	}
+	return fmt.Errorf("Helm release %s/%s: another operation (install/upgrade/rollback) is in progress: revision %d has been %s since %s (%s ago); "+
+		"retry when it ends, or, if the run that started it was interrupted, after %s, when this module recovers it",
+		a.ReleaseNamespace, a.ReleaseName, rel.Version, rel.Info.Status, started.UTC().Format(time.RFC3339), age.Round(time.Second),
+		started.Add(interruptedAfter(a)).UTC().Format(time.RFC3339))
 }
 
 func isPending(rel *release.Release) bool {

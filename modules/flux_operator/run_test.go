@@ -4,9 +4,12 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"helm.sh/helm/v3/pkg/release"
+	helmtime "helm.sh/helm/v3/pkg/time"
 
 	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible/ansibletest"
 )
@@ -42,4 +45,64 @@ func TestNoOpShortcut(t *testing.T) {
 	assert.Equal(t, "flux-operator", refChartName("oci://ghcr.io/controlplaneio-fluxcd/charts/flux-operator"))
 	assert.Equal(t, "flux-operator", refChartName("fluxrepo/flux-operator"))
 	assert.Equal(t, "", refChartName(t.TempDir()), "a local chart's name is inside it")
+}
+
+func TestNotInProgress(t *testing.T) {
+	start := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	rel := func(started time.Time) *release.Release {
+		return &release.Release{Name: "flux-operator", Namespace: "flux-system", Version: 3,
+			Info: &release.Info{Status: release.StatusPendingUpgrade, LastDeployed: helmtime.Time{Time: started}}}
+	}
+	a := args{ReleaseName: "flux-operator", ReleaseNamespace: "flux-system", WaitTimeout: 300}
+	for _, tc := range []struct {
+		name       string
+		elapsed    time.Duration
+		inProgress bool
+	}{
+		{"just started", 2 * time.Second, true},
+		{"within our own wait_timeout", 299 * time.Second, true},
+		{"within the minute's margin", 359 * time.Second, true},
+		{"past wait_timeout and the margin: interrupted", 360 * time.Second, false},
+		{"hours ago: interrupted", 3 * time.Hour, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := notInProgress(a, rel(start), start.Add(tc.elapsed))
+			if !tc.inProgress {
+				assert.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), "another operation (install/upgrade/rollback) is in progress")
+			assert.Contains(t, err.Error(), "revision 3 has been pending-upgrade since 2026-12-01T10:00:00Z")
+			assert.Contains(t, err.Error(), "after 2026-12-01T10:06:00Z")
+		})
+	}
+	assert.NoError(t, notInProgress(a, rel(time.Time{}), start), "no start time: nothing to wait for")
+}
+
+func TestRegistryClientCAFile(t *testing.T) {
+	dir := t.TempDir()
+	notPEM := filepath.Join(dir, "ca.txt")
+	require.NoError(t, os.WriteFile(notPEM, []byte("not a certificate"), 0o600))
+	_, err := registryClient(args{CAFile: notPEM, RegistryUsername: "u", RegistryPassword: "p"}, filepath.Join(dir, "registry.json"))
+	assert.ErrorContains(t, err, "ca_file "+notPEM+" holds no PEM certificate")
+	_, err = registryClient(args{CAFile: filepath.Join(dir, "missing.pem")}, filepath.Join(dir, "registry.json"))
+	assert.ErrorContains(t, err, "read ca_file")
+}
+
+func TestCheckModeWithoutACluster(t *testing.T) {
+	kubeconfig := filepath.Join(t.TempDir(), "not-fetched-yet", "kubeconfig")
+	chart := filepath.Join(ansibletest.RepoRoot(t), "tests", "charts", "flux-operator")
+	res, code, _ := ansibletest.Run(t, module, run, map[string]any{"kubeconfig": kubeconfig, "chart_ref": chart,
+		"values": map[string]any{"logLevel": "debug"}, "_ansible_check_mode": true, "_ansible_diff": true})
+	require.Equal(t, 0, code, res["msg"])
+	assert.Equal(t, true, res["changed"])
+	assert.Contains(t, res["warnings"].([]any)[0], "kubeconfig "+kubeconfig+" does not exist yet")
+	diff := res["diff"].(map[string]any)
+	assert.Equal(t, "", diff["before"])
+	assert.Contains(t, diff["after"], "kind: Deployment")
+	assert.Contains(t, diff["after"], "--log-level=debug")
+	assert.Equal(t, "flux-operator-0.0.0", res["release"].(map[string]any)["chart"])
+	assert.NoFileExists(t, kubeconfig)
+	assert.Regexp(t, `^v1\.\d+\.\d+$`, clientGoKubeVersion(), "the chart's kubeVersion is checked against a real release")
 }

@@ -142,3 +142,29 @@ func TestSameData(t *testing.T) {
 func TestSidecarDocs(t *testing.T) {
 	ansibletest.CheckSidecar(t, module)
 }
+
+func TestCheckModeWithoutACluster(t *testing.T) {
+	kubeconfig := filepath.Join(t.TempDir(), "not-fetched-yet", "kubeconfig")
+	secret := "first-run-secret-5c1e77"
+	base := func(state string) map[string]any {
+		return map[string]any{"kubeconfig": kubeconfig, "state": state, "namespaces": []any{"flux-system", "apps"},
+			"secrets":             []any{map[string]any{"name": "infisical-universal-auth", "namespace": "apps", "string_data": map[string]any{"clientId": "apps", "clientSecret": secret}}},
+			"_ansible_check_mode": true, "_ansible_diff": true}
+	}
+	res, code, out := ansibletest.Run(t, module, run, base("present"))
+	require.Equal(t, 0, code, res["msg"])
+	assert.Equal(t, true, res["changed"])
+	assert.NotContains(t, out, secret)
+	assert.Contains(t, res["warnings"].([]any)[0], "kubeconfig "+kubeconfig+" does not exist yet")
+	diffs := res["diff"].([]any)
+	require.Len(t, diffs, 3, "two namespaces and the Secret")
+	assert.Equal(t, "namespace: flux-system\n", diffs[0].(map[string]any)["after"])
+	assert.Contains(t, diffs[2].(map[string]any)["after"], "clientSecret: <redacted>")
+	secrets := res["secrets"].([]any)
+	assert.Equal(t, []any{"clientId", "clientSecret"}, secrets[0].(map[string]any)["keys"])
+
+	res, code, _ = ansibletest.Run(t, module, run, base("absent"))
+	require.Equal(t, 0, code, res["msg"])
+	assert.Equal(t, true, res["changed"], "the namespaces would still be created")
+	assert.Equal(t, false, res["secrets"].([]any)[0].(map[string]any)["changed"], "nothing to delete in a new cluster")
+}

@@ -19,7 +19,7 @@ var module = &ansible.Module{
 	DiffMode:  "full",
 	Notes: []string{
 		"C(known_hosts=github) writes one line per GitHub host key (ecdsa, ed25519, rsa) for C(github.com) and again for C([ssh.github.com]:443) (GitHub's SSH over the HTTPS port), each checked against GitHub's published SHA256 fingerprint; the RSA key GitHub retired in March 2023 is refused. It never runs ssh-keyscan.",
-		"Check mode decides from what is in the cluster and validates changes with a server-side dry run; nothing is persisted.",
+		"Check mode decides from what is in the cluster and validates changes with a server-side dry run; nothing is persisted. When the C(kubeconfig) file does not exist yet (a first run), it plans as for a new, empty cluster, with a warning.",
 		"A second run with the same input sends no write to the API server.",
 	},
 	Spec: ansible.Spec{

@@ -79,6 +79,10 @@ func run(ctx context.Context, req *ansible.Request) (*ansible.Result, error) {
 			desired[i] = data
 		}
 	}
+	if req.CheckMode && a.Connection.NoClusterYet() {
+		req.Warn("%s", a.Connection.NoClusterWarning())
+		return planNewCluster(a, desired), nil
+	}
 	clients, err := a.Connection.NewClients()
 	if err != nil {
 		return nil, err
@@ -93,7 +97,7 @@ func run(ctx context.Context, req *ansible.Request) (*ansible.Result, error) {
 		nsResults = append(nsResults, map[string]any{"name": ns, "created": created})
 		if created {
 			res.Changed = true
-			res.Diff = append(res.Diff, ansible.Diff{Before: "", After: "namespace: " + ns + "\n", BeforeHeader: "namespace/" + ns, AfterHeader: "namespace/" + ns})
+			res.Diff = append(res.Diff, namespaceDiff(ns))
 		}
 	}
 	res.Set("namespaces", nsResults)
@@ -120,6 +124,35 @@ func run(ctx context.Context, req *ansible.Request) (*ansible.Result, error) {
 		}
 	}
 	return res, nil
+}
+
+// planNewCluster is the check-mode result for a cluster that does not exist
+// yet: every namespace and every present Secret would be created, nothing
+// deleted.
+func planNewCluster(a args, desired []map[string][]byte) *ansible.Result {
+	res := &ansible.Result{}
+	nsResults := []map[string]any{}
+	for _, ns := range a.Namespaces {
+		nsResults = append(nsResults, map[string]any{"name": ns, "created": true})
+		res.Diff = append(res.Diff, namespaceDiff(ns))
+	}
+	secretResults := []secretResult{}
+	for i, s := range a.Secrets {
+		r := secretResult{Name: s.Name, Namespace: s.Namespace, Type: s.Type, Keys: []string{}}
+		if a.State == "present" {
+			r.Keys, r.Changed = sortedKeys(desired[i]), true
+			res.Diff = append(res.Diff, *secretDiff(s, nil, desired[i]))
+		}
+		secretResults = append(secretResults, r)
+	}
+	res.Changed = len(res.Diff) > 0
+	res.Set("namespaces", nsResults)
+	res.Set("secrets", secretResults)
+	return res
+}
+
+func namespaceDiff(ns string) ansible.Diff {
+	return ansible.Diff{Before: "", After: "namespace: " + ns + "\n", BeforeHeader: "namespace/" + ns, AfterHeader: "namespace/" + ns}
 }
 
 // secretData builds the Secret's data from its one source.

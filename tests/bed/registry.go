@@ -2,6 +2,8 @@ package bed
 
 import (
 	"context"
+	"crypto/subtle"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -19,6 +21,8 @@ import (
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
 	helmregistry "helm.sh/helm/v3/pkg/registry"
+
+	"github.com/gitops-k3s-flux/k3s_flux/tests/pki"
 )
 
 // ChartVersions are the versions of the test flux-operator chart the
@@ -30,20 +34,78 @@ var ChartVersions = []string{"0.58.0", "0.59.0"}
 const ChartRepository = "charts/flux-operator"
 
 // Registry is an OCI registry on loopback (go-containerregistry's, in
-// process), serving plain HTTP.
+// process). It serves the same charts twice: over plain HTTP at Addr, and
+// over TLS (a certificate from the bed's CA, CAFile) with basic auth at
+// TLSAddr, as a private registry would.
 type Registry struct {
-	Addr   string // host:port
-	server *http.Server
+	Addr    string // host:port, plain HTTP, no auth
+	TLSAddr string // host:port, HTTPS with basic auth
+	// CAFile verifies TLSAddr's certificate; Username and Password are its
+	// only credentials.
+	CAFile, Username, Password string
+
+	servers []*http.Server
 }
 
-func startRegistry() (*Registry, error) {
+// RegistryUsername and RegistryPassword are the TLS registry's credentials.
+const (
+	RegistryUsername = "bed-puller"
+	RegistryPassword = "bed-registry-secret-7f3a9c"
+)
+
+func startRegistry(ca *pki.CA, caFile string) (r *Registry, err error) {
+	r = &Registry{CAFile: caFile, Username: RegistryUsername, Password: RegistryPassword}
+	defer func() {
+		if err != nil {
+			r.stop()
+		}
+	}()
+	handler := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
+	if r.Addr, err = r.serve(handler, nil); err != nil {
+		return r, err
+	}
+	certPEM, keyPEM, err := ca.Issue("bed-registry", nil, []string{"localhost"}, []net.IP{net.ParseIP("127.0.0.1")})
+	if err != nil {
+		return r, fmt.Errorf("issue the registry's certificate: %w", err)
+	}
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return r, err
+	}
+	r.TLSAddr, err = r.serve(basicAuth(handler, r.Username, r.Password), &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
+	return r, err
+}
+
+// serve serves h on a new loopback port, over TLS when cfg is not nil.
+func (r *Registry) serve(h http.Handler, cfg *tls.Config) (string, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return nil, fmt.Errorf("listen for the OCI registry: %w", err)
+		return "", fmt.Errorf("listen for the OCI registry: %w", err)
 	}
-	srv := &http.Server{Handler: registry.New(registry.Logger(log.New(io.Discard, "", 0))), ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = srv.Serve(l) }()
-	return &Registry{Addr: l.Addr().String(), server: srv}, nil
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, TLSConfig: cfg}
+	r.servers = append(r.servers, srv)
+	go func() {
+		if cfg != nil {
+			_ = srv.ServeTLS(l, "", "")
+			return
+		}
+		_ = srv.Serve(l)
+	}()
+	return l.Addr().String(), nil
+}
+
+// basicAuth answers 401 with a Basic challenge unless the request carries
+// the credentials, as registries with htpasswd auth do.
+func basicAuth(h http.Handler, user, password string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		u, p, ok := req.BasicAuth()
+		if !ok || subtle.ConstantTimeCompare([]byte(u), []byte(user)) != 1 || subtle.ConstantTimeCompare([]byte(p), []byte(password)) != 1 {
+			w.Header().Set("WWW-Authenticate", `Basic realm="bed-registry"`)
+			http.Error(w, "authentication required", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, req)
+	})
 }
 
 // ChartRef is the oci:// reference of the test chart, without version.
@@ -51,10 +113,17 @@ func (r *Registry) ChartRef() string {
 	return "oci://" + r.Addr + "/" + ChartRepository
 }
 
+// TLSChartRef is the same chart on the TLS registry with basic auth.
+func (r *Registry) TLSChartRef() string {
+	return "oci://" + r.TLSAddr + "/" + ChartRepository
+}
+
 func (r *Registry) stop() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	_ = r.server.Shutdown(ctx)
+	for _, srv := range r.servers {
+		_ = srv.Shutdown(ctx)
+	}
 }
 
 // pushCharts packages the test chart at each of ChartVersions, with the
