@@ -9,8 +9,8 @@ VERSION := $(shell sed -n 's/^version: //p' galaxy.yml)
 TARBALL := dist/gitops-k3s_flux-$(VERSION).tar.gz
 GO_BUILD := CGO_ENABLED=0 GOOS=linux go build -trimpath -ldflags "-s -w"
 # Debian packages the tests need: Ansible itself, sshd for the test hosts,
-# ip/nsenter/unshare to make them, git for the collection build.
-APT_PACKAGES := ansible-core openssh-server openssh-client iproute2 util-linux git curl
+# ip/nsenter/unshare to make them, git for the collection build, strace to kill a module mid-write.
+APT_PACKAGES := ansible-core openssh-server openssh-client iproute2 util-linux git curl strace
 # The benchmarks' Python baseline: Debian's ansible (with kubernetes.core) and the Kubernetes
 # client; GNU time for peak RSS.
 BENCH_APT_PACKAGES := ansible python3-kubernetes time

@@ -89,7 +89,17 @@ func writeAtomic(path string, content []byte) (err error) {
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
+	removeStaleTemps(path)
 	return syncDir(dir)
+}
+
+// removeStaleTemps removes the temp files of earlier runs that were killed
+// before their rename: they may hold a token and nothing will use them.
+func removeStaleTemps(path string) {
+	stale, _ := filepath.Glob(filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*"))
+	for _, f := range stale {
+		_ = os.Remove(f)
+	}
 }
 
 // fixPermissions sets 0600 root:root on an existing file whose content is

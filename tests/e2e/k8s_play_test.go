@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -51,6 +52,33 @@ func TestBootstrapPlay(t *testing.T) {
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
+
+	t.Run("a first-run check on bare hosts says what a run would do, in seconds, and writes nothing", func(t *testing.T) {
+		r := play(scenario(c, "converge"), "--check", "--diff")
+		require.NoError(t, r.err, r.output)
+		t.Logf("first-run check: %s", r.duration.Round(100*time.Millisecond))
+		assert.Less(t, r.duration, time.Minute, "no wait for a cluster that cannot appear")
+		for _, h := range []string{"node1", "node2", "node3", "localhost"} {
+			assert.Greater(t, r.changed()[h], 0, h)
+		}
+		for _, want := range []string{
+			"would install k3s ", " as k3s with the install script ", " as k3s-agent with the install script ", "installed now: none",
+			"does not exist yet (a first run in check mode)",
+			"release/flux-system/flux-operator", "kind: Deployment", // the operator chart's manifests
+			"namespace: flux-system", "namespace: apps", // the namespaces
+			"secret/flux-system/git-deploy-key", "identity.pub: <redacted>", "secret/apps/infisical-universal-auth", // the Secrets, keys only
+			"fluxinstance/flux-system/flux", "kind: FluxInstance",
+		} {
+			assert.Contains(t, r.output, want)
+		}
+		assert.NoFileExists(t, kubeconfig)
+		for _, h := range b.Hosts.Hosts {
+			_, err := h.Exec("test ! -e /etc/rancher/k3s/config.yaml && test ! -e /usr/local/bin/k3s")
+			assert.NoError(t, err, "%s untouched", h.Name)
+		}
+		_, err := kc.CoreV1().Namespaces().Get(ctx, "apps", metav1.GetOptions{})
+		assert.True(t, apierrors.IsNotFound(err), "no namespace created: %v", err)
+	})
 
 	t.Run("converge", func(t *testing.T) {
 		r := play(scenario(c, "converge"))
@@ -133,7 +161,9 @@ func TestBootstrapPlay(t *testing.T) {
 		require.NoError(t, err)
 		r := play(scenario(c, "converge"), "-e", "@"+changedVars, "--check", "--diff")
 		require.NoError(t, r.err, r.output)
-		assert.Equal(t, map[string]int{"node1": 0, "node2": 0, "node3": 1, "localhost": 1}, r.changed(), r.output)
+		// node3: its config, and the restart a real run would do.
+		assert.Equal(t, map[string]int{"node1": 0, "node2": 0, "node3": 2, "localhost": 1}, r.changed(), r.output)
+		assert.Contains(t, r.output, "would restart k3s-agent for its new config")
 		assert.Contains(t, r.output, "+  - disk=ssd", "the label in the diff")
 		assert.Regexp(t, regexp.MustCompile(`apps/infisical-universal-auth`), r.output, "the Secret in the diff")
 		assert.Contains(t, r.output, "clientSecret", "the changed key is named")
