@@ -44,6 +44,8 @@ type Registry struct {
 	// only credentials.
 	CAFile, Username, Password string
 
+	handler http.Handler
+	plain   *http.Server // serving Addr, nil while paused
 	servers []*http.Server
 }
 
@@ -61,9 +63,11 @@ func startRegistry(ca *pki.CA, caFile string) (r *Registry, err error) {
 		}
 	}()
 	handler := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
-	if r.Addr, err = r.serve(handler, nil); err != nil {
+	r.handler = handler
+	if r.Addr, err = r.serve("127.0.0.1:0", handler, nil); err != nil {
 		return r, err
 	}
+	r.plain = r.servers[0]
 	certPEM, keyPEM, err := ca.Issue("bed-registry", nil, []string{"localhost"}, []net.IP{net.ParseIP("127.0.0.1")})
 	if err != nil {
 		return r, fmt.Errorf("issue the registry's certificate: %w", err)
@@ -72,13 +76,38 @@ func startRegistry(ca *pki.CA, caFile string) (r *Registry, err error) {
 	if err != nil {
 		return r, err
 	}
-	r.TLSAddr, err = r.serve(basicAuth(handler, r.Username, r.Password), &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
+	r.TLSAddr, err = r.serve("127.0.0.1:0", basicAuth(handler, r.Username, r.Password), &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
 	return r, err
 }
 
-// serve serves h on a new loopback port, over TLS when cfg is not nil.
-func (r *Registry) serve(h http.Handler, cfg *tls.Config) (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+// Pause stops serving plain HTTP at Addr (connections are refused), as a
+// registry that is down; Resume serves the same charts there again.
+func (r *Registry) Pause() error {
+	if r.plain == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err := r.plain.Shutdown(ctx)
+	r.plain = nil
+	return err
+}
+
+// Resume undoes Pause.
+func (r *Registry) Resume() error {
+	if r.plain != nil {
+		return nil
+	}
+	if _, err := r.serve(r.Addr, r.handler, nil); err != nil {
+		return err
+	}
+	r.plain = r.servers[len(r.servers)-1]
+	return nil
+}
+
+// serve serves h on addr, over TLS when cfg is not nil, and says where.
+func (r *Registry) serve(addr string, h http.Handler, cfg *tls.Config) (string, error) {
+	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		return "", fmt.Errorf("listen for the OCI registry: %w", err)
 	}

@@ -291,7 +291,9 @@ func (b *Bed) writeInventory() error {
 	}
 	fmt.Fprintf(&buf, "[k3s_cluster:children]\n%s\n\n", strings.Join(order, "\n"))
 	fmt.Fprintf(&buf, "[k3s_cluster:vars]\nansible_user=root\nansible_ssh_private_key_file=%s\n", b.KeyFile)
-	fmt.Fprintf(&buf, "ansible_ssh_common_args='-o UserKnownHostsFile=%s -o StrictHostKeyChecking=yes -o GlobalKnownHostsFile=/dev/null'\n", b.KnownHosts)
+	// Keepalives: a host whose link is gone is UNREACHABLE once three go
+	// unanswered (15 s), not after TCP's ~15 minutes.
+	fmt.Fprintf(&buf, "ansible_ssh_common_args='-o UserKnownHostsFile=%s -o StrictHostKeyChecking=yes -o GlobalKnownHostsFile=/dev/null -o ServerAliveInterval=5 -o ServerAliveCountMax=3'\n", b.KnownHosts)
 	return os.WriteFile(b.Inventory, buf.Bytes(), 0o600)
 }
 
@@ -334,6 +336,23 @@ func (h *Host) Exec(command string) (string, error) {
 		return string(out), fmt.Errorf("on %s: %s: %w: %s", h.Name, command, err, out)
 	}
 	return string(out), nil
+}
+
+// SetLink takes the host's network link down or brings it back up, as a
+// pulled cable (or a board that lost its Wi-Fi) would.
+func (h *Host) SetLink(up bool) error {
+	state := "down"
+	if up {
+		state = "up"
+	}
+	if err := run("ip", "-n", h.NetNS, "link", "set", "eth0", state); err != nil {
+		return err
+	}
+	if up {
+		// The default route went with the link.
+		_ = run("ip", "-n", h.NetNS, "route", "replace", "default", "via", strings.Join(strings.Split(h.Addr, ".")[:3], ".")+".1")
+	}
+	return nil
 }
 
 // Down stops this bed's hosts and removes its namespaces, bridge and
