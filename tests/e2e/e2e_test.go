@@ -65,7 +65,11 @@ func (c collection) play(t *testing.T, args ...string) playResult {
 	cmd.Env = c.env(t)
 	start := time.Now()
 	out, err := cmd.CombinedOutput()
-	r := playResult{output: string(out), err: err, duration: time.Since(start), recap: map[string]map[string]int{}}
+	return parseRecap(playResult{output: string(out), err: err, duration: time.Since(start), recap: map[string]map[string]int{}})
+}
+
+// parseRecap fills r.recap from the PLAY RECAP in r.output.
+func parseRecap(r playResult) playResult {
 	for _, m := range recapLine.FindAllStringSubmatch(r.output, -1) {
 		counts := map[string]int{}
 		for _, kv := range strings.Fields(m[2]) {

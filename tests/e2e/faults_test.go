@@ -1,0 +1,98 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gitops-k3s-flux/k3s_flux/tests/bed"
+)
+
+// TestNodeLostMidPlay pulls node3's network link as soon as k3s_config has
+// written its config there and its task is over: node3 fails UNREACHABLE (SSH keepalives, not
+// TCP's ~15 minutes), node1 and node2 complete and are Ready; with the link
+// back, the same play converges with no manual step.
+func TestNodeLostMidPlay(t *testing.T) {
+	c := installCollection(t)
+	b := bed.Start(t, bed.Options{Name: "k3sfl", Subnet: "10.213.9", Controllers: 1, Workers: 2})
+	dir := t.TempDir()
+	varsFile := filepath.Join(dir, "vars.json")
+	writeJSON(t, varsFile, map[string]any{
+		"ansible_python_interpreter":     "/usr/bin/python3",
+		"flux_bootstrap_enabled":         false,
+		"k8s_cluster_install_script_url": b.K3s.InstallURL,
+		"k8s_cluster_kubeconfig_dest":    filepath.Join(dir, "kubeconfig"),
+		"k8s_cluster_wait_timeout":       60,
+	})
+	args := []string{"-i", b.Hosts.Inventory, filepath.Join(c.root, "playbooks", "k8s.yml"), "-e", "@" + varsFile}
+	node3 := b.Hosts.Host("node3")
+
+	t.Run("node3 lost", func(t *testing.T) {
+		cmd := exec.Command("ansible-playbook", args...)
+		cmd.Env = c.env(t)
+		var out strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &out
+		start := time.Now()
+		require.NoError(t, cmd.Start())
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+
+		var cut time.Time
+		deadline := time.After(3 * time.Minute)
+	watch:
+		for {
+			select {
+			case err := <-done:
+				t.Fatalf("the play ended (%v) before node3's config was written:\n%s", err, out.String())
+			case <-deadline:
+				_ = cmd.Process.Kill()
+				t.Fatalf("node3's config never appeared:\n%s", out.String())
+			case <-time.After(50 * time.Millisecond):
+				// Once the config is there and Ansible has removed that task's
+				// temp directory, so the cut lands between tasks.
+				if _, err := node3.Exec("test -e /etc/rancher/k3s/config.yaml && ! ls -d /root/.ansible/tmp/ansible-tmp-* >/dev/null 2>&1"); err == nil {
+					require.NoError(t, node3.SetLink(false))
+					cut = time.Now()
+					break watch
+				}
+			}
+		}
+		t.Logf("link cut %s after the play started", cut.Sub(start).Round(100*time.Millisecond))
+		var err error
+		select {
+		case err = <-done:
+		case <-time.After(5 * time.Minute):
+			_ = cmd.Process.Kill()
+			t.Fatalf("the play hung after the link was cut:\n%s", out.String())
+		}
+		output := out.String()
+		t.Logf("play ended %s after the cut", time.Since(cut).Round(100*time.Millisecond))
+		require.Error(t, err, "node3 failed, so the play does")
+		r := parseRecap(playResult{output: output, recap: map[string]map[string]int{}})
+		assert.Equal(t, 1, r.recap["node3"]["unreachable"], output)
+		assert.Regexp(t, `fatal: \[node3\]: UNREACHABLE! => .*"msg": "Failed to connect to the host via ssh`, output)
+		for _, h := range []string{"node1", "node2"} {
+			assert.Equal(t, 0, r.recap[h]["failed"]+r.recap[h]["unreachable"], "%s completes: %s", h, output)
+		}
+		assert.Contains(t, output, "node1 Ready control-plane")
+		assert.Contains(t, output, "node2 Ready")
+	})
+
+	t.Run("link back", func(t *testing.T) {
+		require.NoError(t, node3.SetLink(true))
+		r := c.play(t, args...)
+		require.NoError(t, r.err, r.output)
+		t.Logf("re-run with the link back: %s", r.duration.Round(100*time.Millisecond))
+		assert.Contains(t, r.output, "node3 Ready")
+		r = c.play(t, args...)
+		require.NoError(t, r.err, r.output)
+		assert.Equal(t, map[string]int{"node1": 0, "node2": 0, "node3": 0, "localhost": 0}, r.changed(), r.output)
+	})
+}
