@@ -9,14 +9,15 @@ VERSION := $(shell sed -n 's/^version: //p' galaxy.yml)
 TARBALL := dist/gitops-k3s_flux-$(VERSION).tar.gz
 GO_BUILD := CGO_ENABLED=0 GOOS=linux go build -trimpath -ldflags "-s -w"
 # Debian packages the tests need: Ansible itself, sshd for the test hosts,
-# ip/nsenter/unshare to make them, git for the collection build, strace to kill a module mid-write.
-APT_PACKAGES := ansible-core openssh-server openssh-client iproute2 util-linux git curl strace
+# ip/nsenter/unshare to make them, git for the collection build, strace to kill a module mid-write,
+# python3-venv for make lint's venv.
+APT_PACKAGES := ansible-core openssh-server openssh-client iproute2 util-linux git curl strace python3-venv
 # The benchmarks' Python baseline: Debian's ansible (with kubernetes.core) and the Kubernetes
 # client; GNU time for peak RSS.
 BENCH_APT_PACKAGES := ansible python3-kubernetes time
 ROUNDS ?= 3
 
-.PHONY: help build docs fuzz test test-unit test-integration test-e2e testbed-bin collection deps bench demo demo-collection demo-down clean
+.PHONY: help build docs fuzz lint test test-unit test-integration test-e2e testbed-bin collection deps bench demo demo-collection demo-down clean
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9-]+:.*## / {printf "  %-17s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -32,7 +33,10 @@ FORCE:
 docs: ## Regenerate the sidecar docs (plugins/modules/*.yml) and golden files
 	go test ./modules/... -run 'TestSidecarDocs|Golden' -update
 
-test: deps testbed-bin test-unit test-integration test-e2e ## Everything CI runs: installs what it needs, builds the test bed, all tests
+test: deps lint testbed-bin test-unit test-integration test-e2e ## Everything CI runs: installs what it needs, lints, builds the test bed, all tests
+
+lint: deps build ## goimports, go vet and staticcheck (every build tag), yamllint, ansible-lint --profile production
+	tests/tools/lint.sh
 
 test-unit: ## Unit tests (no network, no root)
 	go test ./...

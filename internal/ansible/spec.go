@@ -20,7 +20,8 @@ const (
 )
 
 // Option declares one module option. It is the source of truth for
-// validation, the sidecar docs and role argument specs.
+// validation and the sidecar docs. (Role argument specs are written by hand;
+// tests/roles holds them to the roles' defaults.)
 type Option struct {
 	Name     string
 	Type     Type // defaults to str

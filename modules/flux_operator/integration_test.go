@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible/ansibletest"
+	"github.com/gitops-k3s-flux/k3s_flux/internal/kube"
 	"github.com/gitops-k3s-flux/k3s_flux/tests/bed"
 )
 
@@ -281,3 +282,6 @@ func TestFluxOperatorAgainstRegistryAndAPIServer(t *testing.T) {
 		assert.Contains(t, res["msg"], `chart_version "9.9.9"`)
 	})
 }
+
+// connection is a Connection for a kubeconfig file.
+func connection(kubeconfig string) kube.Connection { return kube.Connection{Kubeconfig: kubeconfig} }

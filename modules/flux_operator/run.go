@@ -119,7 +119,7 @@ func run(ctx context.Context, req *ansible.Request) (*ansible.Result, error) {
 			req.Warn("Helm release %s/%s is %s (an interrupted run); a real run will recover it", a.ReleaseNamespace, a.ReleaseName, current.Info.Status)
 		} else {
 			was := current.Info.Status
-			what, err := h.recover(a, current)
+			what, err := h.recoverPending(a, current)
 			if err != nil {
 				return res, err
 			}
@@ -263,17 +263,19 @@ func (h *helm) lastRelease(name string) (*release.Release, error) {
 }
 
 // adoptedBy tells whether Flux's helm-controller manages the release: its
-// objects carry helm.toolkit.fluxcd.io/name.
+// objects carry helm.toolkit.fluxcd.io/name. The release's first
+// Deployment speaks for all of them, as Flux labels every object alike.
 func (h *helm) adoptedBy(ctx context.Context, rel *release.Release) (string, bool, error) {
-	for _, d := range releaseDeployments(rel) {
-		live, err := h.kube.Get(ctx, deploymentGVR, d.Namespace, d.Name)
-		if err != nil || live == nil {
-			return "", false, err
-		}
-		by, adopted := kube.FluxOwned(live)
-		return by, adopted, nil
+	deployments := releaseDeployments(rel)
+	if len(deployments) == 0 {
+		return "", false, nil
 	}
-	return "", false, nil
+	live, err := h.kube.Get(ctx, deploymentGVR, deployments[0].Namespace, deployments[0].Name)
+	if err != nil || live == nil {
+		return "", false, err
+	}
+	by, adopted := kube.FluxOwned(live)
+	return by, adopted, nil
 }
 
 var deploymentGVR = kube.DeploymentGVR
@@ -432,10 +434,10 @@ func isPending(rel *release.Release) bool {
 	return false
 }
 
-// recover brings a release stuck pending back to a state Helm can act on:
+// recoverPending brings a release stuck pending back to a state Helm can act on:
 // back to the last deployed revision, or uninstalled when it never
 // deployed. It says what it did.
-func (h *helm) recover(a args, rel *release.Release) (string, error) {
+func (h *helm) recoverPending(a args, rel *release.Release) (string, error) {
 	history, err := h.cfg.Releases.History(a.ReleaseName)
 	if err != nil {
 		return "", fmt.Errorf("read history of %s: %w", a.ReleaseName, err)

@@ -3,12 +3,13 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/gitops-k3s-flux/k3s_flux/internal/k3sflags"
 	"net/url"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gitops-k3s-flux/k3s_flux/internal/k3sflags"
 )
 
 // header opens every file the module writes.

@@ -363,7 +363,7 @@ func ownedKeys(obj *unstructured.Unstructured) map[string]bool {
 			continue
 		}
 		var fields map[string]map[string]any
-		if err := json.Unmarshal(mf.FieldsV1.Raw, &fields); err != nil {
+		if err := json.Unmarshal(mf.FieldsV1.GetRawBytes(), &fields); err != nil {
 			continue
 		}
 		for k := range fields["f:data"] {

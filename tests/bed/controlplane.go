@@ -3,7 +3,6 @@ package bed
 import (
 	"context"
 	"fmt"
-	"github.com/gitops-k3s-flux/k3s_flux/tests/pki"
 	"net"
 	"net/http"
 	"os"
@@ -12,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gitops-k3s-flux/k3s_flux/tests/pki"
 )
 
 // APIServerPort is where kube-apiserver listens on the test bridge address,

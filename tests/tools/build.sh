@@ -3,7 +3,8 @@
 # by their versions (outside the repository), skipping what is cached:
 #   ${K3SF_CACHE:-~/.cache/k3s_flux}/bin/<tool>-<version>/<tool>
 # Usage: tests/tools/build.sh [tool ...]   (default: all but the optional ones)
-# Optional, built only when named: helm (the benchmarks' baseline), kubectl (for you).
+# Optional, built only when named: helm (the benchmarks' baseline), kubectl (for you),
+# staticcheck and goimports (make lint).
 # Test tools only: none of them is linked into the collection.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -74,6 +75,9 @@ for cmd in kube-apiserver kube-controller-manager kube-scheduler; do
 done
 named kubectl && build_tool kubectl "v$K8S_VERSION" "$here/k8s" k8s.io/kubernetes/cmd/kubectl -ldflags "$k8s_ldflags"
 named helm && install_tool helm "v$HELM_VERSION" "helm.sh/helm/v3/cmd/helm@v$HELM_VERSION"
+# The Go linters make lint runs.
+named staticcheck && install_tool staticcheck "v$STATICCHECK_VERSION" "honnef.co/go/tools/cmd/staticcheck@v$STATICCHECK_VERSION"
+named goimports && install_tool goimports "v$GOIMPORTS_VERSION" "golang.org/x/tools/cmd/goimports@v$GOIMPORTS_VERSION"
 sel etcd && build_tool etcd "v$ETCD_VERSION" "$here/etcd" go.etcd.io/etcd/server/v3 -ldflags "-s -w"
 
 if sel kwok; then

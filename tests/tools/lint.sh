@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# make lint: the Go linters (goimports, go vet with every build tag, staticcheck), then
+# yamllint and ansible-lint (production profile) from a venv of requirements.txt, kept under
+# the cache and keyed by that file's hash. Needs the module binaries built (ansible-lint
+# resolves gitops.k3s_flux.* through them) and Debian's python3-venv.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+cd "$root"
+cache="${K3SF_CACHE:-$HOME/.cache/k3s_flux}"
+source tests/bed/versions.env
+tests/tools/build.sh staticcheck goimports >/dev/null
+bin="$cache/bin"
+
+echo "lint: goimports"
+unformatted="$("$bin/goimports-v$GOIMPORTS_VERSION/goimports" -l -local github.com/gitops-k3s-flux/k3s_flux $(git ls-files '*.go'))"
+if [ -n "$unformatted" ]; then
+  echo "not goimports-formatted (run goimports -w -local github.com/gitops-k3s-flux/k3s_flux):" >&2
+  echo "$unformatted" >&2
+  exit 1
+fi
+for tags in "" integration e2e; do
+  echo "lint: go vet ${tags:+-tags $tags}"
+  go vet ${tags:+-tags "$tags"} ./...
+  echo "lint: staticcheck ${tags:+-tags $tags}"
+  "$bin/staticcheck-v$STATICCHECK_VERSION/staticcheck" ${tags:+-tags "$tags"} ./...
+done
+
+venv="$cache/venv-$(sha256sum requirements.txt | cut -c1-16)"
+# A venv cannot be moved (its scripts name its path): made in place, marked whole once done.
+if [ ! -e "$venv/.complete" ]; then
+  echo "lint: creating $venv from requirements.txt"
+  rm -rf "$venv"
+  /usr/bin/python3 -m venv "$venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check -r requirements.txt
+  touch "$venv/.complete"
+fi
+export PATH="$venv/bin:$PATH"
+echo "lint: yamllint"
+yamllint --strict .
+echo "lint: ansible-lint"
+ANSIBLE_HOME="$cache/ansible-lint-home" ansible-lint --nocolor -q
+echo "lint: clean"
