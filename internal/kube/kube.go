@@ -107,6 +107,20 @@ func (c Connection) NoClusterWarning() string {
 	return fmt.Sprintf("kubeconfig %s does not exist yet (a first run in check mode): planned as for a new, empty cluster", c.Kubeconfig)
 }
 
+// Connector makes the clients for a connection. The modules take one, so
+// that main passes Connect and the unit tests an in-memory cluster
+// (internal/kube/kubetest).
+type Connector func(Connection) (*Clients, error)
+
+// Connect is the real Connector.
+func Connect(c Connection) (*Clients, error) { return c.NewClients() }
+
+// With binds a cluster module's logic to the Connector it reaches its
+// cluster with: With(run, Connect) in main.
+func With(run func(context.Context, *ansible.Request, Connector) (*ansible.Result, error), connect Connector) ansible.RunFunc {
+	return func(ctx context.Context, req *ansible.Request) (*ansible.Result, error) { return run(ctx, req, connect) }
+}
+
 // Clients are the typed and dynamic clients of one connection.
 type Clients struct {
 	Config  *rest.Config

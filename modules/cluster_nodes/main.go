@@ -2,6 +2,9 @@
 // Nodes to be Ready and reports them.
 package main
 
-import "github.com/gitops-k3s-flux/k3s_flux/internal/ansible"
+import (
+	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible"
+	"github.com/gitops-k3s-flux/k3s_flux/internal/kube"
+)
 
-func main() { ansible.Main(module, run) }
+func main() { ansible.Main(module, kube.With(run, kube.Connect)) }

@@ -42,12 +42,12 @@ type report struct {
 
 func (r report) ready() bool { return len(r.Missing) == 0 && len(r.NotReady) == 0 }
 
-func run(ctx context.Context, req *ansible.Request) (*ansible.Result, error) {
+func run(ctx context.Context, req *ansible.Request, connect kube.Connector) (*ansible.Result, error) {
 	var a args
 	if err := req.Decode(&a); err != nil {
 		return nil, err
 	}
-	clients, err := a.Connection.NewClients()
+	clients, err := connect(a.Connection)
 	if err != nil {
 		return nil, err
 	}

@@ -78,7 +78,7 @@ func loadInstance(a args) (*unstructured.Unstructured, error) {
 	return obj, nil
 }
 
-func run(ctx context.Context, req *ansible.Request) (*ansible.Result, error) {
+func run(ctx context.Context, req *ansible.Request, connect kube.Connector) (*ansible.Result, error) {
 	var a args
 	if err := req.Decode(&a); err != nil {
 		return nil, err
@@ -99,7 +99,7 @@ func run(ctx context.Context, req *ansible.Request) (*ansible.Result, error) {
 		}
 		return res, nil
 	}
-	clients, err := a.Connection.NewClients()
+	clients, err := connect(a.Connection)
 	if err != nil {
 		return res, err
 	}

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible/ansibletest"
+	"github.com/gitops-k3s-flux/k3s_flux/internal/kube"
 )
 
 const clusterYAML = `apiVersion: fluxcd.controlplane.io/v1
@@ -65,7 +66,7 @@ func TestCheckModeWithoutACluster(t *testing.T) {
 	src := filepath.Join(dir, "cluster.yaml")
 	require.NoError(t, os.WriteFile(src, []byte(clusterYAML), 0o600))
 	kubeconfig := filepath.Join(dir, "not-fetched-yet", "kubeconfig")
-	res, code, _ := ansibletest.Run(t, module, run, map[string]any{"kubeconfig": kubeconfig, "src": src,
+	res, code, _ := ansibletest.Run(t, module, kube.With(run, kube.Connect), map[string]any{"kubeconfig": kubeconfig, "src": src,
 		"require_secrets": []any{"flux-system/git-deploy-key"}, "_ansible_check_mode": true, "_ansible_diff": true})
 	require.Equal(t, 0, code, res["msg"])
 	assert.Equal(t, true, res["changed"])
@@ -76,7 +77,7 @@ func TestCheckModeWithoutACluster(t *testing.T) {
 	assert.Contains(t, diff["after"], "version: 2.9.x")
 	assert.Contains(t, res["warnings"].([]any)[0], "kubeconfig "+kubeconfig+" does not exist yet")
 
-	res, code, _ = ansibletest.Run(t, module, run, map[string]any{"kubeconfig": kubeconfig, "src": src})
+	res, code, _ = ansibletest.Run(t, module, kube.With(run, kube.Connect), map[string]any{"kubeconfig": kubeconfig, "src": src})
 	assert.Equal(t, 1, code, "a real run still needs the cluster")
 	assert.Contains(t, res["msg"], "kubeconfig "+kubeconfig)
 }

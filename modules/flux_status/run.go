@@ -111,7 +111,7 @@ func revisionMatches(served, wanted string) bool {
 	return len(wanted) >= 7 && strings.HasPrefix(sha, wanted)
 }
 
-func run(ctx context.Context, req *ansible.Request) (*ansible.Result, error) {
+func run(ctx context.Context, req *ansible.Request, connect kube.Connector) (*ansible.Result, error) {
 	var a args
 	if err := req.Decode(&a); err != nil {
 		return nil, err
@@ -120,7 +120,7 @@ func run(ctx context.Context, req *ansible.Request) (*ansible.Result, error) {
 	if !ok || srcNS == "" || srcName == "" {
 		return nil, fmt.Errorf("source must be namespace/name, got %q", a.Source)
 	}
-	clients, err := a.Connection.NewClients()
+	clients, err := connect(a.Connection)
 	if err != nil {
 		return nil, err
 	}

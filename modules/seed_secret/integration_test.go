@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible/ansibletest"
+	"github.com/gitops-k3s-flux/k3s_flux/internal/kube"
 	"github.com/gitops-k3s-flux/k3s_flux/tests/bed"
 )
 
@@ -37,7 +38,7 @@ func TestSeedSecretAgainstAPIServer(t *testing.T) {
 	runSeed := func(args map[string]any) (map[string]any, int) {
 		t.Helper()
 		args["kubeconfig"] = b.Kubeconfig
-		res, code, raw := ansibletest.Run(t, module, run, args)
+		res, code, raw := ansibletest.Run(t, module, kube.With(run, kube.Connect), args)
 		outputs = append(outputs, raw)
 		return res, code
 	}

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible/ansibletest"
+	"github.com/gitops-k3s-flux/k3s_flux/internal/kube"
 )
 
 func TestGitHubKnownHosts(t *testing.T) {
@@ -151,7 +152,7 @@ func TestCheckModeWithoutACluster(t *testing.T) {
 			"secrets":             []any{map[string]any{"name": "infisical-universal-auth", "namespace": "apps", "string_data": map[string]any{"clientId": "apps", "clientSecret": secret}}},
 			"_ansible_check_mode": true, "_ansible_diff": true}
 	}
-	res, code, out := ansibletest.Run(t, module, run, base("present"))
+	res, code, out := ansibletest.Run(t, module, kube.With(run, kube.Connect), base("present"))
 	require.Equal(t, 0, code, res["msg"])
 	assert.Equal(t, true, res["changed"])
 	assert.NotContains(t, out, secret)
@@ -163,7 +164,7 @@ func TestCheckModeWithoutACluster(t *testing.T) {
 	secrets := res["secrets"].([]any)
 	assert.Equal(t, []any{"clientId", "clientSecret"}, secrets[0].(map[string]any)["keys"])
 
-	res, code, _ = ansibletest.Run(t, module, run, base("absent"))
+	res, code, _ = ansibletest.Run(t, module, kube.With(run, kube.Connect), base("absent"))
 	require.Equal(t, 0, code, res["msg"])
 	assert.Equal(t, true, res["changed"], "the namespaces would still be created")
 	assert.Equal(t, false, res["secrets"].([]any)[0].(map[string]any)["changed"], "nothing to delete in a new cluster")

@@ -59,7 +59,7 @@ type secretResult struct {
 
 var secretGVR = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
 
-func run(ctx context.Context, req *ansible.Request) (*ansible.Result, error) {
+func run(ctx context.Context, req *ansible.Request, connect kube.Connector) (*ansible.Result, error) {
 	var a args
 	if err := req.Decode(&a); err != nil {
 		return nil, err
@@ -83,7 +83,7 @@ func run(ctx context.Context, req *ansible.Request) (*ansible.Result, error) {
 		req.Warn("%s", a.Connection.NoClusterWarning())
 		return planNewCluster(a, desired), nil
 	}
-	clients, err := a.Connection.NewClients()
+	clients, err := connect(a.Connection)
 	if err != nil {
 		return nil, err
 	}
