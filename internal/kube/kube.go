@@ -118,7 +118,9 @@ func Connect(c Connection) (*Clients, error) { return c.NewClients() }
 // With binds a cluster module's logic to the Connector it reaches its
 // cluster with: With(run, Connect) in main.
 func With(run func(context.Context, *ansible.Request, Connector) (*ansible.Result, error), connect Connector) ansible.RunFunc {
-	return func(ctx context.Context, req *ansible.Request) (*ansible.Result, error) { return run(ctx, req, connect) }
+	return func(ctx context.Context, req *ansible.Request) (*ansible.Result, error) {
+		return run(ctx, req, connect)
+	}
 }
 
 // Clients are the typed and dynamic clients of one connection.

@@ -174,7 +174,9 @@ func (c *Cluster) list(gvr schema.GroupVersionResource, ns string, opts metav1.L
 			out = append(out, *o.DeepCopy())
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].GetNamespace()+"/"+out[i].GetName() < out[j].GetNamespace()+"/"+out[j].GetName() })
+	sort.Slice(out, func(i, j int) bool {
+		return out[i].GetNamespace()+"/"+out[i].GetName() < out[j].GetNamespace()+"/"+out[j].GetName()
+	})
 	return out, nil
 }
 
