@@ -1,0 +1,228 @@
+package main
+
+import (
+	"errors"
+	"testing"
+
+	"filippo.io/age"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible/ansibletest"
+	"github.com/gitops-k3s-flux/k3s_flux/internal/kube"
+	"github.com/gitops-k3s-flux/k3s_flux/internal/kube/kubetest"
+)
+
+var namespaceGVR = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+
+// seedOn runs the module against the in-memory cluster.
+func seedOn(t *testing.T, c *kubetest.Cluster, args map[string]any) (map[string]any, int, string) {
+	t.Helper()
+	return ansibletest.Run(t, module, kube.With(run, c.Connector()), args)
+}
+
+func storedData(t *testing.T, c *kubetest.Cluster, ns, name string) map[string]string {
+	t.Helper()
+	obj := c.Object(secretGVR, ns, name)
+	require.NotNil(t, obj, "Secret %s/%s", ns, name)
+	return decoded(currentData(obj))
+}
+
+func decoded(data map[string][]byte) map[string]string {
+	out := map[string]string{}
+	for k, v := range data {
+		out[k] = string(v)
+	}
+	return out
+}
+
+func TestSeedAgainstAnInMemoryCluster(t *testing.T) {
+	c := kubetest.New(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "flux-system"}})
+	id, err := age.GenerateX25519Identity()
+	require.NoError(t, err)
+	deployKey := newDeployKey(t, "")
+	clientSecret := "unit-client-secret-3d7f"
+	seed := func(secret string) map[string]any {
+		return map[string]any{"namespaces": []any{"flux-system", "platform"}, "secrets": []any{
+			map[string]any{"name": "git-deploy-key", "namespace": "flux-system", "git_deploy_key": map[string]any{"private_key": deployKey}},
+			map[string]any{"name": "sops-age", "namespace": "flux-system", "age_key": map[string]any{"key": id.String()}},
+			map[string]any{"name": "infisical-universal-auth", "namespace": "platform", "string_data": map[string]any{"clientId": "platform-client-id", "clientSecret": secret}},
+		}}
+	}
+	checkMode := func(args map[string]any) map[string]any {
+		args["_ansible_check_mode"], args["_ansible_diff"] = true, true
+		return args
+	}
+
+	t.Run("check mode plans everything and writes nothing", func(t *testing.T) {
+		res, code, out := seedOn(t, c, checkMode(seed(clientSecret)))
+		require.Equal(t, 0, code, res["msg"])
+		assert.Equal(t, true, res["changed"])
+		assert.Equal(t, []any{map[string]any{"name": "flux-system", "created": false}, map[string]any{"name": "platform", "created": true}}, res["namespaces"])
+		assert.Len(t, res["diff"], 4, "a namespace and three Secrets")
+		assert.Equal(t, 0, c.Writes())
+		assert.NotContains(t, out, clientSecret)
+		assert.NotContains(t, out, id.String())
+	})
+
+	t.Run("creates the namespace by name only and the Secrets", func(t *testing.T) {
+		res, code, _ := seedOn(t, c, seed(clientSecret))
+		require.Equal(t, 0, code, res["msg"])
+		assert.Equal(t, true, res["changed"])
+		ns := c.Object(namespaceGVR, "", "platform")
+		require.NotNil(t, ns)
+		assert.Empty(t, ns.GetLabels())
+		assert.Empty(t, ns.GetAnnotations())
+		assert.Equal(t, map[string]string{"clientId": "platform-client-id", "clientSecret": clientSecret}, storedData(t, c, "platform", "infisical-universal-auth"))
+		assert.Equal(t, id.String()+"\n", storedData(t, c, "flux-system", "sops-age")["age.agekey"])
+		assert.Contains(t, storedData(t, c, "flux-system", "git-deploy-key")["known_hosts"], "github.com ssh-ed25519 ")
+	})
+
+	t.Run("a second run changes nothing and writes nothing", func(t *testing.T) {
+		writes := c.Writes()
+		res, code, _ := seedOn(t, c, seed(clientSecret))
+		require.Equal(t, 0, code, res["msg"])
+		assert.Equal(t, false, res["changed"])
+		assert.Equal(t, writes, c.Writes())
+	})
+
+	t.Run("a rotated value: check mode says so without a value, a real run writes it", func(t *testing.T) {
+		res, code, out := seedOn(t, c, checkMode(seed("rotated-4a1c")))
+		require.Equal(t, 0, code, res["msg"])
+		assert.Equal(t, true, res["changed"])
+		diff := res["diff"].(map[string]any)
+		assert.Contains(t, diff["after"], "  clientSecret: <redacted, changed>\n")
+		assert.Contains(t, diff["after"], "  clientId: <redacted>\n")
+		assert.NotContains(t, out, "rotated-4a1c")
+		assert.Equal(t, clientSecret, storedData(t, c, "platform", "infisical-universal-auth")["clientSecret"])
+
+		res, code, _ = seedOn(t, c, seed("rotated-4a1c"))
+		require.Equal(t, 0, code, res["msg"])
+		assert.Equal(t, "rotated-4a1c", storedData(t, c, "platform", "infisical-universal-auth")["clientSecret"])
+	})
+
+	t.Run("keys other managers own stay; a key this module stops applying goes", func(t *testing.T) {
+		_, err := c.Clients().Dynamic.Resource(secretGVR).Namespace("platform").Patch(t.Context(), "infisical-universal-auth", "application/merge-patch+json",
+			[]byte(`{"data":{"extra":"b3RoZXI="}}`), metav1.PatchOptions{})
+		require.NoError(t, err)
+		args := seed("rotated-4a1c")
+		args["secrets"].([]any)[2].(map[string]any)["string_data"] = map[string]any{"clientId": "platform-client-id"}
+		res, code, _ := seedOn(t, c, args)
+		require.Equal(t, 0, code, res["msg"])
+		assert.Equal(t, true, res["changed"])
+		assert.Equal(t, map[string]string{"clientId": "platform-client-id", "extra": "other"}, storedData(t, c, "platform", "infisical-universal-auth"))
+		res, _, _ = seedOn(t, c, args)
+		assert.Equal(t, false, res["changed"], "the other manager's key does not make it differ")
+	})
+
+	t.Run("a Secret Flux adopted is left alone with a warning, unless forced", func(t *testing.T) {
+		_, err := c.Clients().Dynamic.Resource(secretGVR).Namespace("platform").Patch(t.Context(), "infisical-universal-auth", "application/merge-patch+json",
+			[]byte(`{"metadata":{"labels":{"kustomize.toolkit.fluxcd.io/name":"platform"}}}`), metav1.PatchOptions{})
+		require.NoError(t, err)
+		writes := c.Writes()
+		res, code, _ := seedOn(t, c, seed("third-9e2b"))
+		require.Equal(t, 0, code, res["msg"])
+		assert.Equal(t, false, res["changed"])
+		assert.Contains(t, res["warnings"].([]any)[0], "is adopted by Flux (kustomize.toolkit.fluxcd.io/name=platform): left alone")
+		assert.Equal(t, true, res["secrets"].([]any)[2].(map[string]any)["adopted"])
+		assert.Equal(t, writes, c.Writes())
+
+		args := seed("third-9e2b")
+		args["force"] = true
+		res, code, _ = seedOn(t, c, args)
+		require.Equal(t, 0, code, res["msg"])
+		assert.Equal(t, "third-9e2b", storedData(t, c, "platform", "infisical-universal-auth")["clientSecret"])
+	})
+
+	t.Run("a type change needs force; with force the old Secret is replaced", func(t *testing.T) {
+		typed := func(force, check bool) map[string]any {
+			args := map[string]any{"force": force, "secrets": []any{map[string]any{"name": "sops-age", "namespace": "flux-system",
+				"type": "example.com/age", "string_data": map[string]any{"age.agekey": id.String()}}}}
+			if check {
+				checkMode(args)
+			}
+			return args
+		}
+		res, code, _ := seedOn(t, c, typed(false, false))
+		assert.Equal(t, 1, code)
+		assert.Contains(t, res["msg"], "Secret flux-system/sops-age has type Opaque, not example.com/age: a Secret's type cannot change; delete it or set force=true to replace it")
+
+		writes := c.Writes()
+		res, code, _ = seedOn(t, c, typed(true, true))
+		require.Equal(t, 0, code, res["msg"])
+		assert.Equal(t, true, res["changed"])
+		assert.Equal(t, writes, c.Writes(), "check mode deletes nothing")
+
+		res, code, _ = seedOn(t, c, typed(true, false))
+		require.Equal(t, 0, code, res["msg"])
+		sec := c.Object(secretGVR, "flux-system", "sops-age")
+		assert.Equal(t, "example.com/age", sec.Object["type"])
+	})
+
+	t.Run("a replacement the API server refuses after the delete puts the old Secret back", func(t *testing.T) {
+		c.Fail = func(verb string, gvr schema.GroupVersionResource, name string) error {
+			if verb == "apply" && name == "sops-age" {
+				return apierrors.NewInvalid(schema.GroupKind{Kind: "Secret"}, name, nil)
+			}
+			return nil
+		}
+		defer func() { c.Fail = nil }()
+		res, code, _ := seedOn(t, c, map[string]any{"force": true, "secrets": []any{map[string]any{"name": "sops-age", "namespace": "flux-system",
+			"age_key": map[string]any{"key": id.String()}}}})
+		assert.Equal(t, 1, code)
+		assert.Contains(t, res["msg"], "the old Secret flux-system/sops-age was put back as it was")
+		sec := c.Object(secretGVR, "flux-system", "sops-age")
+		require.NotNil(t, sec, "never left deleted")
+		assert.Equal(t, "example.com/age", sec.Object["type"])
+	})
+
+	t.Run("an API server error is reported, naming what was read", func(t *testing.T) {
+		c.Fail = func(verb string, gvr schema.GroupVersionResource, name string) error {
+			if verb == "get" && gvr.Resource == "secrets" {
+				return errors.New("connection refused")
+			}
+			return nil
+		}
+		defer func() { c.Fail = nil }()
+		res, code, _ := seedOn(t, c, seed(clientSecret))
+		assert.Equal(t, 1, code)
+		assert.Contains(t, res["msg"], "get secrets flux-system/git-deploy-key: connection refused")
+	})
+
+	t.Run("state absent deletes, check mode first; an adopted Secret stays", func(t *testing.T) {
+		absent := func(check bool) map[string]any {
+			// The spec wants a source for every Secret, also to delete it.
+			source := map[string]any{"unused": "absent-placeholder"}
+			args := map[string]any{"state": "absent", "secrets": []any{
+				map[string]any{"name": "sops-age", "namespace": "flux-system", "string_data": source},
+				map[string]any{"name": "infisical-universal-auth", "namespace": "platform", "string_data": source},
+				map[string]any{"name": "never-was", "namespace": "platform", "string_data": source},
+			}}
+			if check {
+				checkMode(args)
+			}
+			return args
+		}
+		writes := c.Writes()
+		res, code, _ := seedOn(t, c, absent(true))
+		require.Equal(t, 0, code, res["msg"])
+		assert.Equal(t, true, res["changed"])
+		assert.Equal(t, writes, c.Writes())
+
+		res, code, _ = seedOn(t, c, absent(false))
+		require.Equal(t, 0, code, res["msg"])
+		assert.Nil(t, c.Object(secretGVR, "flux-system", "sops-age"))
+		assert.NotNil(t, c.Object(secretGVR, "platform", "infisical-universal-auth"), "adopted by Flux")
+		results := res["secrets"].([]any)
+		assert.Equal(t, true, results[0].(map[string]any)["changed"])
+		assert.Equal(t, true, results[1].(map[string]any)["adopted"])
+		assert.Equal(t, false, results[2].(map[string]any)["changed"])
+
+		res, _, _ = seedOn(t, c, absent(false))
+		assert.Equal(t, false, res["changed"])
+	})
+}
