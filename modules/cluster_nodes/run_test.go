@@ -1,13 +1,20 @@
 package main
 
 import (
+	"errors"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible/ansibletest"
+	"github.com/gitops-k3s-flux/k3s_flux/internal/kube"
+	"github.com/gitops-k3s-flux/k3s_flux/internal/kube/kubetest"
 )
 
 func k8sNode(name string, ready corev1.ConditionStatus, labels map[string]string) corev1.Node {
@@ -62,4 +69,48 @@ func TestNotReadyError(t *testing.T) {
 
 func TestSidecarDocs(t *testing.T) {
 	ansibletest.CheckSidecar(t, module)
+}
+
+func TestRunAgainstAnInMemoryCluster(t *testing.T) {
+	node1 := k8sNode("node1", corev1.ConditionTrue, nil)
+	node2 := k8sNode("node2", corev1.ConditionFalse, nil)
+	c := kubetest.New(&node1, &node2)
+	nodes := func(args map[string]any) (map[string]any, int) {
+		res, code, _ := ansibletest.Run(t, module, kube.With(run, c.Connector()), args)
+		return res, code
+	}
+
+	res, code := nodes(map[string]any{"names": []any{"node1"}})
+	require.Equal(t, 0, code, res["msg"])
+	assert.Equal(t, false, res["changed"])
+	assert.Equal(t, []any{"node1 Ready <none> v1.36.2+k3s1 10.0.0.1", "node2 NotReady <none> v1.36.2+k3s1 10.0.0.1"}, res["summary"])
+
+	res, code = nodes(map[string]any{"names": []any{"node1", "node2", "node3"}, "wait": false})
+	assert.Equal(t, 1, code)
+	assert.Equal(t, "nodes not Ready: no Node named node3 (nodes: node1, node2); node2 not Ready: KubeletReady: ok", res["msg"])
+	assert.Equal(t, []any{"node3"}, res["missing"])
+	assert.Equal(t, []any{"node2"}, res["not_ready"])
+
+	start := time.Now()
+	res, code = nodes(map[string]any{"names": []any{"node2"}, "wait_timeout": 1})
+	assert.Equal(t, 1, code)
+	assert.Contains(t, res["msg"], "nodes not Ready after 1s: node2 not Ready")
+	assert.Less(t, time.Since(start), 5*time.Second)
+
+	// A node that turns Ready during the wait ends it.
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		ready := k8sNode("node2", corev1.ConditionTrue, nil)
+		c.Put(&ready)
+	}()
+	res, code = nodes(map[string]any{"names": []any{"node2"}, "wait_timeout": 10})
+	require.Equal(t, 0, code, res["msg"])
+	assert.Equal(t, []any{}, res["not_ready"])
+
+	c.Fail = func(verb string, gvr schema.GroupVersionResource, name string) error {
+		return apierrors.NewForbidden(gvr.GroupResource(), name, errors.New("RBAC says no"))
+	}
+	res, code = nodes(map[string]any{"names": []any{"node1"}})
+	assert.Equal(t, 1, code)
+	assert.Contains(t, res["msg"], "list nodes: nodes is forbidden")
 }
