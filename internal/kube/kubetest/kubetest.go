@@ -135,11 +135,38 @@ func (c *Cluster) stamp(u *unstructured.Unstructured) *unstructured.Unstructured
 	return u
 }
 
+// CRDGVR is where custom resource definitions are stored: a resource of a
+// group client-go does not know is served only once its CRD is there, as
+// on a real API server.
+var CRDGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+
+// CRD is a custom resource definition for gvr (kind as given), Established.
+func CRD(gvr schema.GroupVersionResource, kind string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+		"metadata": map[string]any{"name": gvr.Resource + "." + gvr.Group},
+		"spec": map[string]any{"group": gvr.Group, "names": map[string]any{"kind": kind, "plural": gvr.Resource}, "scope": "Namespaced",
+			"versions": []any{map[string]any{"name": gvr.Version, "served": true, "storage": true}}},
+		"status": map[string]any{"conditions": []any{map[string]any{"type": "Established", "status": "True"}}},
+	}}
+}
+
+// fail is the injected failure, or NotFound for a resource nothing serves.
 func (c *Cluster) fail(verb string, gvr schema.GroupVersionResource, name string) error {
-	if c.Fail == nil {
+	if c.Fail != nil {
+		if err := c.Fail(verb, gvr, name); err != nil {
+			return err
+		}
+	}
+	if gvr.Group == "" || gvr == CRDGVR || scheme.Scheme.IsGroupRegistered(gvr.Group) {
 		return nil
 	}
-	return c.Fail(verb, gvr, name)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.objects[CRDGVR][types.NamespacedName{Name: gvr.Resource + "." + gvr.Group}] == nil {
+		return apierrors.NewNotFound(gvr.GroupResource(), name)
+	}
+	return nil
 }
 
 func isDryRun(dryRun []string) bool { return len(dryRun) > 0 }
