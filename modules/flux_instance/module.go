@@ -20,7 +20,7 @@ var module = &ansible.Module{
 	DiffMode:  "full",
 	Notes: []string{
 		"The operator accepts only the name C(flux); the namespace defaults to C(flux-system).",
-		"Ansible applies the FluxInstance; Flux never reconciles its own bootstrap. Once the instance carries a C(kustomize.toolkit.fluxcd.io/name) or C(helm.toolkit.fluxcd.io/name) label, it is left alone (C(adopted)) unless C(force=true).",
+		"Ansible applies the FluxInstance; Flux never reconciles its own bootstrap. Once the instance carries a C(kustomize.toolkit.fluxcd.io/name) or C(helm.toolkit.fluxcd.io/name) label, it is left alone (C(adopted), with a warning), by C(state=absent) too, unless C(force=true).",
 		"C(state=absent) deletes the instance: with C(uninstall=true) the operator uninstalls Flux (its finalizer deletes what it installed); with C(uninstall=false) reconciliation is disabled first, so Flux keeps running and only the instance goes.",
 	},
 	Spec: ansible.Spec{
@@ -44,7 +44,7 @@ var module = &ansible.Module{
 			ansible.Option{Name: "uninstall", Type: ansible.TypeBool, Default: true,
 				Description: []string{"With C(state=absent): let the operator uninstall Flux (true), or keep Flux running (false)."}},
 			ansible.Option{Name: "force", Type: ansible.TypeBool, Default: false,
-				Description: []string{"Apply even when Flux has adopted the instance."}},
+				Description: []string{"Apply (or, with C(state=absent), delete) even when Flux has adopted the instance."}},
 		),
 		RequiredIf:        []ansible.RequiredIf{{Key: "state", Value: "present", Requirements: []string{"src", "definition"}, AnyOf: true}},
 		MutuallyExclusive: [][]string{{"src", "definition"}},

@@ -105,7 +105,7 @@ func run(ctx context.Context, req *ansible.Request, connect kube.Connector) (*an
 	}
 	timeout := time.Duration(a.WaitTimeout) * time.Second
 	if a.State == "absent" {
-		return res, remove(ctx, clients, a, res, req.CheckMode, timeout)
+		return res, remove(ctx, clients, a, req, res, timeout)
 	}
 	if req.CheckMode {
 		// Check mode installs no operator, so a wait for it could only
@@ -347,7 +347,7 @@ func report(res *ansible.Result, obj *unstructured.Unstructured) {
 
 // remove deletes the instance, first disabling reconciliation when Flux
 // is to stay.
-func remove(ctx context.Context, c *kube.Clients, a args, res *ansible.Result, checkMode bool, timeout time.Duration) error {
+func remove(ctx context.Context, c *kube.Clients, a args, req *ansible.Request, res *ansible.Result, timeout time.Duration) error {
 	ns := "flux-system"
 	if a.Definition != nil || a.Src != "" {
 		if obj, err := loadInstance(a); err == nil {
@@ -358,13 +358,16 @@ func remove(ctx context.Context, c *kube.Clients, a args, res *ansible.Result, c
 	if err != nil || current == nil {
 		return err
 	}
+	// The same policy as for present, and as the other modules': an object
+	// Flux adopted is left alone, with a warning, unless forced.
 	if by, adopted := kube.FluxOwned(current); adopted && !a.Force {
 		res.Set("adopted", true)
-		return fmt.Errorf("FluxInstance %s/flux is adopted by Flux (%s): not deleting it; set force=true to delete anyway", ns, by)
+		req.Warn("FluxInstance %s/flux is adopted by Flux (%s): left alone, not deleted; set force=true to delete it anyway", ns, by)
+		return nil
 	}
 	res.Changed = true
 	res.Diff = instanceDiff(ns, current, nil)
-	if checkMode {
+	if req.CheckMode {
 		return nil
 	}
 	if !a.Uninstall {
