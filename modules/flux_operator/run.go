@@ -58,7 +58,12 @@ type args struct {
 	Force            bool           `json:"force"`
 }
 
-func run(ctx context.Context, req *ansible.Request) (*ansible.Result, error) {
+// helmConnector makes the Helm SDK's configuration and the kube clients
+// for one run: newHelm in main, a memory release store and an in-memory
+// cluster in the unit tests.
+type helmConnector func(a args, tmpDir string, noCluster bool) (*helm, error)
+
+func run(ctx context.Context, req *ansible.Request, connect helmConnector) (*ansible.Result, error) {
 	var a args
 	if err := req.Decode(&a); err != nil {
 		return nil, err
@@ -73,7 +78,7 @@ func run(ctx context.Context, req *ansible.Request) (*ansible.Result, error) {
 	if noCluster {
 		req.Warn("%s", a.Connection.NoClusterWarning())
 	}
-	h, err := newHelm(a, req.TmpDir, noCluster)
+	h, err := connect(a, req.TmpDir, noCluster)
 	if err != nil {
 		return res, err
 	}
@@ -138,7 +143,10 @@ func run(ctx context.Context, req *ansible.Request) (*ansible.Result, error) {
 	}
 
 	var rel *release.Release
-	if current == nil || current.Info.Status == release.StatusUninstalled {
+	// In check mode a release left pending stays so (a real run recovers it
+	// first), and Helm refuses to plan an upgrade over it: render the chart
+	// afresh and diff it against what is deployed.
+	if current == nil || current.Info.Status == release.StatusUninstalled || (req.CheckMode && isPending(current)) {
 		rel, err = h.install(ctx, a, ch, values, req.CheckMode)
 	} else {
 		rel, err = h.upgrade(ctx, a, ch, values, req.CheckMode)
@@ -448,13 +456,13 @@ func (h *helm) recoverPending(a args, rel *release.Release) (string, error) {
 			lastDeployed = r.Version
 		}
 	}
+	was := rel.Info.Status // the uninstall may change rel itself
 	if lastDeployed == 0 {
 		if err := h.uninstallRelease(context.Background(), a, rel); err != nil {
-			return "", fmt.Errorf("recover %s from %s by uninstalling it: %w", a.ReleaseName, rel.Info.Status, err)
+			return "", fmt.Errorf("recover %s from %s by uninstalling it: %w", a.ReleaseName, was, err)
 		}
-		return fmt.Sprintf("uninstalled revision %d, left %s, to install it afresh", rel.Version, rel.Info.Status), nil
+		return fmt.Sprintf("uninstalled revision %d, left %s, to install it afresh", rel.Version, was), nil
 	}
-	was := rel.Info.Status
 	// A pending revision blocks the rollback: mark it failed first, as
 	// Helm itself does for an interrupted operation it notices.
 	rel.Info.Status = release.StatusFailed
