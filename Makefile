@@ -38,8 +38,8 @@ test: deps lint testbed-bin test-unit test-integration test-e2e ## Everything CI
 lint: deps build ## goimports, go vet and staticcheck (every build tag), yamllint, ansible-lint --profile production
 	tests/tools/lint.sh
 
-test-unit: ## Unit tests (no network, no root)
-	go test ./...
+test-unit: ## Unit tests as an unprivileged user (nobody), no test bed; each controller module at 80% coverage or more
+	tests/tools/unit.sh
 
 FUZZTIME ?= 30s
 FUZZ_PACKAGES := ./internal/ansible $(addprefix ./modules/,$(MODULES))
