@@ -56,6 +56,17 @@ func ConnectionOptions() []ansible.Option {
 	}
 }
 
+// WaitOptions are wait and wait_timeout (alias timeout), named and
+// defaulted as in kubernetes.core, for every module that waits; what it
+// waits for is the module's to say.
+func WaitOptions(waitDefault bool, waitFor string) []ansible.Option {
+	return []ansible.Option{
+		{Name: "wait", Type: ansible.TypeBool, Default: waitDefault, Description: []string{waitFor}},
+		{Name: "wait_timeout", Type: ansible.TypeInt, Default: 300, Positive: true, Aliases: []string{"timeout"},
+			Description: []string{"How many seconds to wait. A wait outlasts API server restarts and other transient errors until then."}},
+	}
+}
+
 // Connection holds the connection options as a module decodes them.
 type Connection struct {
 	Kubeconfig    string `json:"kubeconfig"`

@@ -17,13 +17,9 @@ var module = &ansible.Module{
 	CheckMode: "full",
 	DiffMode:  "none",
 	Spec: ansible.Spec{
-		Options: append(kube.ConnectionOptions(),
+		Options: append(append(kube.ConnectionOptions(), kube.WaitOptions(true, "Wait for the C(names) to be Ready. When false, report once and fail at once if one is not.")...),
 			ansible.Option{Name: "names", Type: ansible.TypeList, Elements: ansible.TypeStr, Format: ansible.FormatObjectName, Default: []any{},
 				Description: []string{"Nodes that must exist and be Ready."}},
-			ansible.Option{Name: "wait", Type: ansible.TypeBool, Default: true,
-				Description: []string{"Wait for the C(names) to be Ready. When false, report once and fail at once if one is not."}},
-			ansible.Option{Name: "wait_timeout", Type: ansible.TypeInt, Default: 300, Positive: true, Aliases: []string{"timeout"},
-				Description: []string{"How many seconds to wait."}},
 		),
 	},
 	Examples: `

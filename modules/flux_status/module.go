@@ -23,16 +23,12 @@ var module = &ansible.Module{
 		"A blip of the API server (unreachable, 429, 5xx, an etcd leader change) during a wait is retried until C(wait_timeout).",
 	},
 	Spec: ansible.Spec{
-		Options: append(kube.ConnectionOptions(),
+		Options: append(append(kube.ConnectionOptions(), kube.WaitOptions(false, "Wait until nothing is failing (and the revision is served).")...),
 			ansible.Option{Name: "namespace", Format: ansible.FormatNamespace, Description: []string{"Only report objects in this namespace. Default: all namespaces."}},
 			ansible.Option{Name: "source", Default: "flux-system/flux-system", Format: ansible.FormatNamespacedName,
 				Description: []string{"The source C(wait_for_revision) applies to, as C(namespace/name) (any source kind)."}},
 			ansible.Option{Name: "wait_for_revision",
 				Description: []string{"A revision the source must serve: a commit SHA (full or at least 7 characters), or a full Flux revision such as C(main@sha1:<sha>)."}},
-			ansible.Option{Name: "wait", Type: ansible.TypeBool, Default: false,
-				Description: []string{"Wait until nothing is failing (and the revision is served)."}},
-			ansible.Option{Name: "wait_timeout", Type: ansible.TypeInt, Default: 300, Positive: true, Aliases: []string{"timeout"},
-				Description: []string{"How many seconds to wait."}},
 		),
 	},
 	Examples: `
