@@ -38,5 +38,11 @@ export PATH="$venv/bin:$PATH"
 echo "lint: yamllint"
 yamllint --strict .
 echo "lint: ansible-lint"
-ANSIBLE_HOME="$cache/ansible-lint-home" ansible-lint --nocolor -q
+# ansible-lint resolves gitops.k3s_flux.* through this tree (its built binaries included), linked
+# in as the collection, not through whatever .generated/collections (make demo) may hold.
+collections="$(mktemp -d)"
+trap 'rm -rf "$collections"' EXIT
+mkdir -p "$collections/ansible_collections/gitops"
+ln -s "$root" "$collections/ansible_collections/gitops/k3s_flux"
+ANSIBLE_HOME="$cache/ansible-lint-home" ANSIBLE_COLLECTIONS_PATH="$collections" ansible-lint --nocolor -q
 echo "lint: clean"
