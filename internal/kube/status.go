@@ -37,8 +37,11 @@ func Conditions(obj *unstructured.Unstructured) []Condition {
 	return out
 }
 
-// Readiness is what kstatus makes of a Flux-style object: Ready=True for
-// the current generation.
+// Readiness is whether a Flux-style object is Ready: a Ready=True condition
+// for the current generation. Not kstatus (sigs.k8s.io/cli-utils): measured
+// with v0.37.2, status.Compute calls a FluxInstance just applied, with no
+// status yet, Current, so a wait on it would end before the operator has
+// looked at it; here an object without a Ready condition is not Ready.
 type Readiness struct {
 	Ready     bool
 	Status    string // the Ready condition's status, "Unknown" when absent
