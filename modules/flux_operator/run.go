@@ -104,7 +104,19 @@ func run(ctx context.Context, req *ansible.Request, connect helmConnector) (*ans
 		}
 	}
 	if a.State == "absent" {
-		return res, h.uninstall(a, current, res, req.CheckMode)
+		if current == nil || current.Info.Status == release.StatusUninstalled {
+			return res, nil
+		}
+		res.Changed = true
+		header := fmt.Sprintf("release/%s/%s", a.ReleaseNamespace, a.ReleaseName)
+		res.Diff = []ansible.Diff{{Before: current.Manifest, After: "", BeforeHeader: header, AfterHeader: header}}
+		if req.CheckMode {
+			return res, nil
+		}
+		if err := h.uninstallRelease(ctx, a, current); err != nil {
+			return res, fmt.Errorf("uninstall %s: %w", a.ReleaseName, err)
+		}
+		return res, nil
 	}
 
 	// A pinned version already deployed with the same values is a no-op
@@ -142,15 +154,12 @@ func run(ctx context.Context, req *ansible.Request, connect helmConnector) (*ans
 		return res, nil
 	}
 
-	var rel *release.Release
-	// In check mode a release left pending stays so (a real run recovers it
-	// first), and Helm refuses to plan an upgrade over it: render the chart
-	// afresh and diff it against what is deployed.
-	if current == nil || current.Info.Status == release.StatusUninstalled || (req.CheckMode && isPending(current)) {
-		rel, err = h.install(ctx, a, ch, values, req.CheckMode)
-	} else {
-		rel, err = h.upgrade(ctx, a, ch, values, req.CheckMode)
+	// Check mode is the plan alone: the chart rendered, nothing deployed.
+	plan := h.deploy
+	if req.CheckMode {
+		plan = h.render
 	}
+	rel, err := plan(ctx, a, ch, values, current)
 	if err != nil {
 		return res, err
 	}
@@ -327,22 +336,53 @@ func (h *helm) loadChart(a args) (*chart.Chart, error) {
 	return ch, nil
 }
 
-func (h *helm) install(ctx context.Context, a args, ch *chart.Chart, values map[string]any, dryRun bool) (*release.Release, error) {
+// deploy installs the chart, or upgrades the release to it.
+func (h *helm) deploy(ctx context.Context, a args, ch *chart.Chart, values map[string]any, current *release.Release) (*release.Release, error) {
+	if current == nil || current.Info.Status == release.StatusUninstalled {
+		return h.install(ctx, a, ch, values, h.newInstall(a))
+	}
+	return h.upgrade(ctx, a, ch, values, h.newUpgrade(a))
+}
+
+// render is what deploy would make, with nothing sent to the cluster: a
+// client-side dry-run upgrade, or, for a new release (or one left pending,
+// over which Helm refuses to plan an upgrade; a real run recovers it
+// first), the chart rendered for the cluster's version.
+func (h *helm) render(ctx context.Context, a args, ch *chart.Chart, values map[string]any, current *release.Release) (*release.Release, error) {
+	if current != nil && current.Info.Status != release.StatusUninstalled && !isPending(current) {
+		up := h.newUpgrade(a)
+		up.DryRun, up.DryRunOption = true, "client"
+		return h.upgrade(ctx, a, ch, values, up)
+	}
+	in := h.newInstall(a)
+	// Client-only rendering assumes an old Kubernetes unless told the real one.
+	in.DryRun, in.DryRunOption, in.ClientOnly = true, "client", true
+	version, err := h.kubeVersion()
+	if err != nil {
+		return nil, err
+	}
+	if in.KubeVersion, err = chartutil.ParseKubeVersion(version); err != nil {
+		return nil, fmt.Errorf("parse the Kubernetes version %q: %w", version, err)
+	}
+	return h.install(ctx, a, ch, values, in)
+}
+
+func (h *helm) newInstall(a args) *action.Install {
 	in := action.NewInstall(h.cfg)
 	in.ReleaseName, in.Namespace, in.CreateNamespace = a.ReleaseName, a.ReleaseNamespace, a.CreateNamespace
 	in.Wait, in.Timeout, in.Atomic = a.Wait, time.Duration(a.WaitTimeout)*time.Second, a.Atomic
-	if dryRun {
-		// Render without touching the cluster, but for its real version:
-		// client-only rendering assumes an old Kubernetes otherwise.
-		in.DryRun, in.DryRunOption, in.ClientOnly = true, "client", true
-		version, err := h.kubeVersion()
-		if err != nil {
-			return nil, err
-		}
-		if in.KubeVersion, err = chartutil.ParseKubeVersion(version); err != nil {
-			return nil, fmt.Errorf("parse the Kubernetes version %q: %w", version, err)
-		}
-	}
+	return in
+}
+
+func (h *helm) newUpgrade(a args) *action.Upgrade {
+	up := action.NewUpgrade(h.cfg)
+	up.Namespace, up.ResetValues = a.ReleaseNamespace, true
+	up.Wait, up.Timeout, up.Atomic = a.Wait, time.Duration(a.WaitTimeout)*time.Second, a.Atomic
+	up.CleanupOnFail = true
+	return up
+}
+
+func (h *helm) install(ctx context.Context, a args, ch *chart.Chart, values map[string]any, in *action.Install) (*release.Release, error) {
 	rel, err := in.RunWithContext(ctx, ch, values)
 	if err != nil {
 		return nil, fmt.Errorf("install %s %s into %s: %w", a.ReleaseName, ch.Metadata.Version, a.ReleaseNamespace, err)
@@ -377,14 +417,7 @@ func clientGoKubeVersion() string {
 	return chartutil.DefaultCapabilities.KubeVersion.Version
 }
 
-func (h *helm) upgrade(ctx context.Context, a args, ch *chart.Chart, values map[string]any, dryRun bool) (*release.Release, error) {
-	up := action.NewUpgrade(h.cfg)
-	up.Namespace, up.ResetValues = a.ReleaseNamespace, true
-	up.Wait, up.Timeout, up.Atomic = a.Wait, time.Duration(a.WaitTimeout)*time.Second, a.Atomic
-	up.CleanupOnFail = true
-	if dryRun {
-		up.DryRun, up.DryRunOption = true, "client"
-	}
+func (h *helm) upgrade(ctx context.Context, a args, ch *chart.Chart, values map[string]any, up *action.Upgrade) (*release.Release, error) {
 	rel, err := up.RunWithContext(ctx, a.ReleaseName, ch, values)
 	if err != nil {
 		return nil, fmt.Errorf("upgrade %s to %s: %w", a.ReleaseName, ch.Metadata.Version, err)
@@ -476,22 +509,6 @@ func (h *helm) recoverPending(a args, rel *release.Release) (string, error) {
 		return "", fmt.Errorf("recover %s by rolling back to revision %d: %w", a.ReleaseName, lastDeployed, err)
 	}
 	return fmt.Sprintf("rolled back from %s revision %d to revision %d", was, rel.Version, lastDeployed), nil
-}
-
-func (h *helm) uninstall(a args, current *release.Release, res *ansible.Result, checkMode bool) error {
-	if current == nil || current.Info.Status == release.StatusUninstalled {
-		return nil
-	}
-	res.Changed = true
-	header := fmt.Sprintf("release/%s/%s", a.ReleaseNamespace, a.ReleaseName)
-	res.Diff = []ansible.Diff{{Before: current.Manifest, After: "", BeforeHeader: header, AfterHeader: header}}
-	if checkMode {
-		return nil
-	}
-	if err := h.uninstallRelease(context.Background(), a, current); err != nil {
-		return fmt.Errorf("uninstall %s: %w", a.ReleaseName, err)
-	}
-	return nil
 }
 
 // uninstallRelease uninstalls and, with wait, polls until the release's

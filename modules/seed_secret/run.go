@@ -81,71 +81,132 @@ func run(ctx context.Context, req *ansible.Request, connect kube.Connector) (*an
 	}
 	if req.CheckMode && a.Connection.NoClusterYet() {
 		req.Warn("%s", a.Connection.NoClusterWarning())
-		return planNewCluster(a, desired), nil
+		return planNewCluster(a, desired).result(), nil
 	}
 	clients, err := connect(a.Connection)
 	if err != nil {
 		return nil, err
 	}
-	res := &ansible.Result{}
-	nsResults := []map[string]any{}
-	for _, ns := range a.Namespaces {
-		created, err := ensureNamespace(ctx, clients, ns, req.CheckMode)
-		if err != nil {
-			return res, err
-		}
-		nsResults = append(nsResults, map[string]any{"name": ns, "created": created})
-		if created {
-			res.Changed = true
-			res.Diff = append(res.Diff, namespaceDiff(ns))
+	p, err := planSeed(ctx, clients, a, desired)
+	if err != nil {
+		return nil, err
+	}
+	for _, sp := range p.secrets {
+		if sp.result.Adopted {
+			req.Warn("Secret %s/%s is adopted by Flux (%s): left alone; set force=true to change it anyway", sp.spec.Namespace, sp.spec.Name, sp.result.AdoptedBy)
 		}
 	}
-	res.Set("namespaces", nsResults)
-	secretResults := []secretResult{}
-	res.Set("secrets", &secretResults)
-	for i, s := range a.Secrets {
-		var r secretResult
-		var diff *ansible.Diff
-		if a.State == "present" {
-			r, diff, err = applySecret(ctx, clients, s, desired[i], a.Force, req.CheckMode)
-		} else {
-			r, diff, err = deleteSecret(ctx, clients, s, a.Force, req.CheckMode)
-		}
-		if err != nil {
-			return res, err
-		}
-		if r.Adopted {
-			req.Warn("Secret %s/%s is adopted by Flux (%s): left alone; set force=true to change it anyway", s.Namespace, s.Name, r.AdoptedBy)
-		}
-		secretResults = append(secretResults, r)
-		res.Changed = res.Changed || r.Changed
-		if diff != nil {
-			res.Diff = append(res.Diff, *diff)
+	// Check mode is the plan alone.
+	if !req.CheckMode {
+		if err := p.apply(ctx, clients); err != nil {
+			return p.result(), err
 		}
 	}
-	return res, nil
+	return p.result(), nil
 }
 
-// planNewCluster is the check-mode result for a cluster that does not exist
-// yet: every namespace and every present Secret would be created, nothing
-// deleted.
-func planNewCluster(a args, desired []map[string][]byte) *ansible.Result {
+// seedPlan is what a run changes, found by reads and dry runs only: a
+// refusal for one Secret fails the task before anything is written.
+type seedPlan struct {
+	namespaces []namespacePlan
+	secrets    []secretPlan
+}
+
+type namespacePlan struct {
+	name   string
+	create bool
+}
+
+// secretPlan is one Secret's part: at most one of apply (with replace,
+// the Secret of another type deleted first) and delete.
+type secretPlan struct {
+	spec    secretSpec
+	result  secretResult
+	diff    *ansible.Diff
+	apply   *unstructured.Unstructured
+	replace *unstructured.Unstructured
+	delete  bool
+}
+
+// planSeed reads the namespaces and Secrets and decides each change.
+func planSeed(ctx context.Context, c *kube.Clients, a args, desired []map[string][]byte) (*seedPlan, error) {
+	p := &seedPlan{}
+	for _, ns := range a.Namespaces {
+		np, err := planNamespace(ctx, c, ns)
+		if err != nil {
+			return nil, err
+		}
+		p.namespaces = append(p.namespaces, np)
+	}
+	for i, s := range a.Secrets {
+		var sp secretPlan
+		var err error
+		if a.State == "present" {
+			sp, err = planSecret(ctx, c, s, desired[i], a.Force)
+		} else {
+			sp, err = planDelete(ctx, c, s, a.Force)
+		}
+		if err != nil {
+			return nil, err
+		}
+		p.secrets = append(p.secrets, sp)
+	}
+	return p, nil
+}
+
+// planNewCluster is the plan for a cluster that does not exist yet: every
+// namespace and every present Secret created, nothing deleted.
+func planNewCluster(a args, desired []map[string][]byte) *seedPlan {
+	p := &seedPlan{}
+	for _, ns := range a.Namespaces {
+		p.namespaces = append(p.namespaces, namespacePlan{name: ns, create: true})
+	}
+	for i, s := range a.Secrets {
+		sp := secretPlan{spec: s, result: secretResult{Name: s.Name, Namespace: s.Namespace, Type: s.Type, Keys: []string{}}}
+		if a.State == "present" {
+			sp.result.Keys, sp.result.Changed = sortedKeys(desired[i]), true
+			sp.diff = secretDiff(s, nil, desired[i])
+		}
+		p.secrets = append(p.secrets, sp)
+	}
+	return p
+}
+
+// apply carries the plan out: namespaces first, then each Secret.
+func (p *seedPlan) apply(ctx context.Context, c *kube.Clients) error {
+	for _, np := range p.namespaces {
+		if np.create {
+			if err := createNamespace(ctx, c, np.name, false); err != nil {
+				return err
+			}
+		}
+	}
+	for _, sp := range p.secrets {
+		if err := sp.carryOut(ctx, c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *seedPlan) result() *ansible.Result {
 	res := &ansible.Result{}
 	nsResults := []map[string]any{}
-	for _, ns := range a.Namespaces {
-		nsResults = append(nsResults, map[string]any{"name": ns, "created": true})
-		res.Diff = append(res.Diff, namespaceDiff(ns))
+	for _, np := range p.namespaces {
+		nsResults = append(nsResults, map[string]any{"name": np.name, "created": np.create})
+		if np.create {
+			res.Changed = true
+			res.Diff = append(res.Diff, namespaceDiff(np.name))
+		}
 	}
 	secretResults := []secretResult{}
-	for i, s := range a.Secrets {
-		r := secretResult{Name: s.Name, Namespace: s.Namespace, Type: s.Type, Keys: []string{}}
-		if a.State == "present" {
-			r.Keys, r.Changed = sortedKeys(desired[i]), true
-			res.Diff = append(res.Diff, *secretDiff(s, nil, desired[i]))
+	for _, sp := range p.secrets {
+		secretResults = append(secretResults, sp.result)
+		res.Changed = res.Changed || sp.result.Changed
+		if sp.diff != nil {
+			res.Diff = append(res.Diff, *sp.diff)
 		}
-		secretResults = append(secretResults, r)
 	}
-	res.Changed = len(res.Diff) > 0
 	res.Set("namespaces", nsResults)
 	res.Set("secrets", secretResults)
 	return res
@@ -210,67 +271,67 @@ func secretData(req *ansible.Request, s secretSpec) (map[string][]byte, []string
 	return data, nil, nil
 }
 
-// ensureNamespace creates the namespace by name only when it is missing.
-func ensureNamespace(ctx context.Context, c *kube.Clients, name string, checkMode bool) (bool, error) {
+// planNamespace: a missing namespace is created by name only (the
+// API server is asked, by a dry run, whether it would).
+func planNamespace(ctx context.Context, c *kube.Clients, name string) (namespacePlan, error) {
 	_, err := c.Typed.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
 	if err == nil {
-		return false, nil
+		return namespacePlan{name: name}, nil
 	}
 	if !apierrors.IsNotFound(err) {
-		return false, fmt.Errorf("get namespace %s: %w", name, err)
+		return namespacePlan{}, fmt.Errorf("get namespace %s: %w", name, err)
 	}
+	return namespacePlan{name: name, create: true}, createNamespace(ctx, c, name, true)
+}
+
+func createNamespace(ctx context.Context, c *kube.Clients, name string, dryRun bool) error {
 	opts := metav1.CreateOptions{FieldManager: kube.FieldManager}
-	if checkMode {
+	if dryRun {
 		opts.DryRun = []string{metav1.DryRunAll}
 	}
 	if _, err := c.Typed.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, opts); err != nil && !apierrors.IsAlreadyExists(err) {
-		return false, fmt.Errorf("create namespace %s: %w", name, err)
+		return fmt.Errorf("create namespace %s: %w", name, err)
 	}
-	return true, nil
+	return nil
 }
 
-// applySecret applies the Secret unless it already holds exactly this data
-// (compared by content, counting only the keys this module owns).
-func applySecret(ctx context.Context, c *kube.Clients, s secretSpec, data map[string][]byte, force, checkMode bool) (secretResult, *ansible.Diff, error) {
-	r := secretResult{Name: s.Name, Namespace: s.Namespace, Type: s.Type, Keys: sortedKeys(data)}
+// planSecret decides whether the Secret must be applied: not when it
+// already holds exactly this data (compared by content, counting only the
+// keys this module owns), nor when Flux adopted it.
+func planSecret(ctx context.Context, c *kube.Clients, s secretSpec, data map[string][]byte, force bool) (secretPlan, error) {
+	sp := secretPlan{spec: s, result: secretResult{Name: s.Name, Namespace: s.Namespace, Type: s.Type, Keys: sortedKeys(data)}}
 	current, err := c.Get(ctx, secretGVR, s.Namespace, s.Name)
 	if err != nil {
-		return r, nil, err
+		return sp, err
 	}
 	var before map[string][]byte
-	var replaced *unstructured.Unstructured // the Secret deleted to change its type
-	owned := map[string]bool{}              // data keys this module applied before
+	owned := map[string]bool{} // data keys this module applied before
 	if current != nil {
-		owned = ownedKeys(current)
 		if by, adopted := kube.FluxOwned(current); adopted && !force {
-			r.Adopted, r.AdoptedBy = true, by
-			return r, nil, nil
+			sp.result.Adopted, sp.result.AdoptedBy = true, by
+			return sp, nil
 		}
+		owned = ownedKeys(current)
 		before = currentData(current)
 		curType, _, _ := unstructured.NestedString(current.Object, "type")
 		if curType != s.Type {
 			if !force {
-				return r, nil, fmt.Errorf("Secret %s/%s has type %s, not %s: a Secret's type cannot change; delete it or set force=true to replace it", s.Namespace, s.Name, curType, s.Type)
+				return sp, fmt.Errorf("Secret %s/%s has type %s, not %s: a Secret's type cannot change; delete it or set force=true to replace it", s.Namespace, s.Name, curType, s.Type)
 			}
 			// The new Secret must be accepted before the old one goes:
 			// a dry-run create under a generated name asks the API server.
 			if err := dryRunCreate(ctx, c, s, data); err != nil {
-				return r, nil, fmt.Errorf("replace Secret %s/%s (type %s) with type %s: the API server refuses the new one, so the old one was left as it is: %w", s.Namespace, s.Name, curType, s.Type, err)
+				return sp, fmt.Errorf("replace Secret %s/%s (type %s) with type %s: the API server refuses the new one, so the old one was left as it is: %w", s.Namespace, s.Name, curType, s.Type, err)
 			}
-			if checkMode {
-				r.Changed = true
-				return r, secretDiff(s, before, data), nil
-			}
-			if err := c.Typed.CoreV1().Secrets(s.Namespace).Delete(ctx, s.Name, metav1.DeleteOptions{}); err != nil {
-				return r, nil, fmt.Errorf("replace Secret %s/%s: %w", s.Namespace, s.Name, err)
-			}
-			replaced = current
-			current, before, owned = nil, nil, map[string]bool{}
-		} else if sameData(before, data, owned) {
-			return r, nil, nil
+			sp.replace = current
+			sp.apply = secretObject(s, data)
+			sp.result.Changed, sp.diff = true, secretDiff(s, before, data)
+			return sp, nil
+		}
+		if sameData(before, data, owned) {
+			return sp, nil
 		}
 	}
-	r.Changed = true
 	// What the Secret will hold: keys other managers own stay.
 	after := map[string][]byte{}
 	for k, v := range before {
@@ -281,25 +342,52 @@ func applySecret(ctx context.Context, c *kube.Clients, s secretSpec, data map[st
 	for k, v := range data {
 		after[k] = v
 	}
-	obj := &unstructured.Unstructured{Object: map[string]any{
+	sp.apply = secretObject(s, data)
+	// A dry run validates it, unless its namespace does not exist yet (it
+	// is created first, and the real apply validates it then).
+	if _, err := c.Typed.CoreV1().Namespaces().Get(ctx, s.Namespace, metav1.GetOptions{}); err == nil {
+		if _, err := c.Apply(ctx, secretGVR, sp.apply, true); err != nil {
+			return sp, err
+		}
+	} else if !apierrors.IsNotFound(err) {
+		return sp, fmt.Errorf("get namespace %s: %w", s.Namespace, err)
+	}
+	sp.result.Changed, sp.diff = true, secretDiff(s, before, after)
+	return sp, nil
+}
+
+func secretObject(s secretSpec, data map[string][]byte) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "v1", "kind": "Secret",
 		"metadata": map[string]any{"name": s.Name, "namespace": s.Namespace},
 		"type":     s.Type,
 		"data":     encodeData(data),
 	}}
-	if current == nil && checkMode {
-		// The namespace may not exist yet in check mode; nothing to dry-run against.
-		if _, err := c.Typed.CoreV1().Namespaces().Get(ctx, s.Namespace, metav1.GetOptions{}); apierrors.IsNotFound(err) {
-			return r, secretDiff(s, before, after), nil
+}
+
+// carryOut writes what the plan decided for one Secret. A replaced Secret
+// whose successor the API server then refuses is put back.
+func (sp secretPlan) carryOut(ctx context.Context, c *kube.Clients) error {
+	s := sp.spec
+	switch {
+	case sp.delete:
+		if err := c.Typed.CoreV1().Secrets(s.Namespace).Delete(ctx, s.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("delete Secret %s/%s: %w", s.Namespace, s.Name, err)
+		}
+	case sp.apply != nil:
+		if sp.replace != nil {
+			if err := c.Typed.CoreV1().Secrets(s.Namespace).Delete(ctx, s.Name, metav1.DeleteOptions{}); err != nil {
+				return fmt.Errorf("replace Secret %s/%s: %w", s.Namespace, s.Name, err)
+			}
+		}
+		if _, err := c.Apply(ctx, secretGVR, sp.apply, false); err != nil {
+			if sp.replace != nil {
+				return errors.Join(err, restoreSecret(ctx, c, sp.replace))
+			}
+			return err
 		}
 	}
-	if _, err := c.Apply(ctx, secretGVR, obj, checkMode); err != nil {
-		if replaced != nil {
-			return r, nil, errors.Join(err, restoreSecret(ctx, c, replaced))
-		}
-		return r, nil, err
-	}
-	return r, secretDiff(s, before, after), nil
+	return nil
 }
 
 // dryRunCreate asks the API server whether it would accept the Secret
@@ -323,25 +411,23 @@ func restoreSecret(ctx context.Context, c *kube.Clients, old *unstructured.Unstr
 	return fmt.Errorf("the old Secret %s was put back as it was", kube.ObjectName(obj))
 }
 
-func deleteSecret(ctx context.Context, c *kube.Clients, s secretSpec, force, checkMode bool) (secretResult, *ansible.Diff, error) {
-	r := secretResult{Name: s.Name, Namespace: s.Namespace, Type: s.Type, Keys: []string{}}
+// planDelete: an existing Secret not adopted by Flux is deleted (the API
+// server is asked, by a dry run, whether it would).
+func planDelete(ctx context.Context, c *kube.Clients, s secretSpec, force bool) (secretPlan, error) {
+	sp := secretPlan{spec: s, result: secretResult{Name: s.Name, Namespace: s.Namespace, Type: s.Type, Keys: []string{}}}
 	current, err := c.Get(ctx, secretGVR, s.Namespace, s.Name)
 	if err != nil || current == nil {
-		return r, nil, err
+		return sp, err
 	}
 	if by, adopted := kube.FluxOwned(current); adopted && !force {
-		r.Adopted, r.AdoptedBy = true, by
-		return r, nil, nil
+		sp.result.Adopted, sp.result.AdoptedBy = true, by
+		return sp, nil
 	}
-	opts := metav1.DeleteOptions{}
-	if checkMode {
-		opts.DryRun = []string{metav1.DryRunAll}
+	if err := c.Typed.CoreV1().Secrets(s.Namespace).Delete(ctx, s.Name, metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}}); err != nil && !apierrors.IsNotFound(err) {
+		return sp, fmt.Errorf("delete Secret %s/%s: %w", s.Namespace, s.Name, err)
 	}
-	if err := c.Typed.CoreV1().Secrets(s.Namespace).Delete(ctx, s.Name, opts); err != nil && !apierrors.IsNotFound(err) {
-		return r, nil, fmt.Errorf("delete Secret %s/%s: %w", s.Namespace, s.Name, err)
-	}
-	r.Changed = true
-	return r, secretDiff(s, currentData(current), nil), nil
+	sp.delete, sp.result.Changed, sp.diff = true, true, secretDiff(s, currentData(current), nil)
+	return sp, nil
 }
 
 // currentData decodes a Secret's data.
