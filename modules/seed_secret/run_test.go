@@ -163,6 +163,19 @@ func TestSeedAgainstAnInMemoryCluster(t *testing.T) {
 		assert.Equal(t, "example.com/age", sec.Object["type"])
 	})
 
+	t.Run("a refusal for one Secret writes nothing for the others", func(t *testing.T) {
+		writes := c.Writes()
+		res, code, _ := seedOn(t, c, map[string]any{"namespaces": []any{"not-yet"}, "secrets": []any{
+			map[string]any{"name": "first", "namespace": "flux-system", "string_data": map[string]any{"k": "first-value-0c4d"}},
+			map[string]any{"name": "sops-age", "namespace": "flux-system", "string_data": map[string]any{"age.agekey": id.String()}},
+		}})
+		assert.Equal(t, 1, code)
+		assert.Contains(t, res["msg"], "Secret flux-system/sops-age has type example.com/age, not Opaque")
+		assert.Equal(t, writes, c.Writes())
+		assert.Nil(t, c.Object(secretGVR, "flux-system", "first"))
+		assert.Nil(t, c.Object(namespaceGVR, "", "not-yet"))
+	})
+
 	t.Run("a replacement the API server refuses after the delete puts the old Secret back", func(t *testing.T) {
 		c.Fail = func(verb string, gvr schema.GroupVersionResource, name string) error {
 			if verb == "apply" && name == "sops-age" {
