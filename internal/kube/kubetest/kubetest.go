@@ -242,12 +242,18 @@ func (c *Cluster) create(gvr schema.GroupVersionResource, ns string, u *unstruct
 	u.SetResourceVersion("")
 	u.SetUID("")
 	u.SetGeneration(0)
+	return c.commit(gvr, u, dryRun), nil
+}
+
+// commit stamps u and, unless it is a dry run, stores it as a write; it
+// returns what the API server would.
+func (c *Cluster) commit(gvr schema.GroupVersionResource, u *unstructured.Unstructured, dryRun bool) *unstructured.Unstructured {
 	u = c.stamp(u)
 	if !dryRun {
 		c.store(gvr, u)
 		c.writes++
 	}
-	return u.DeepCopy(), nil
+	return u.DeepCopy()
 }
 
 func (c *Cluster) update(gvr schema.GroupVersionResource, ns string, u *unstructured.Unstructured, dryRun bool) (*unstructured.Unstructured, error) {
@@ -279,12 +285,7 @@ func (c *Cluster) replace(gvr schema.GroupVersionResource, old, u *unstructured.
 	if u.Object["status"] == nil && old.Object["status"] != nil {
 		u.Object["status"] = old.Object["status"]
 	}
-	u = c.stamp(u)
-	if !dryRun {
-		c.store(gvr, u)
-		c.writes++
-	}
-	return u.DeepCopy()
+	return c.commit(gvr, u, dryRun)
 }
 
 func (c *Cluster) delete(gvr schema.GroupVersionResource, ns, name string, dryRun bool) error {
@@ -399,12 +400,7 @@ func (c *Cluster) apply(gvr schema.GroupVersionResource, ns, name string, patch 
 	u.SetAnnotations(mergeMap(u.GetAnnotations(), owned["annotations"], applied.GetAnnotations()))
 	setManagedFields(u, opts.FieldManager, applied)
 	if old == nil {
-		u = c.stamp(u)
-		if !dryRun {
-			c.store(gvr, u)
-			c.writes++
-		}
-		return u.DeepCopy(), nil
+		return c.commit(gvr, u, dryRun), nil
 	}
 	return c.replace(gvr, old, u, dryRun), nil
 }
