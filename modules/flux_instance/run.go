@@ -105,7 +105,24 @@ func run(ctx context.Context, req *ansible.Request, connect kube.Connector) (*an
 	}
 	timeout := time.Duration(a.WaitTimeout) * time.Second
 	if a.State == "absent" {
-		return res, remove(ctx, clients, a, req, res, timeout)
+		ns := instanceNamespace(a)
+		current, err := clients.Get(ctx, instanceGVR, ns, instanceName)
+		if err != nil || current == nil {
+			return res, err
+		}
+		// The same policy as for present, and as the other modules': an
+		// object Flux adopted is left alone, with a warning, unless forced.
+		if by, adopted := kube.FluxOwned(current); adopted && !a.Force {
+			res.Set("adopted", true)
+			req.Warn("FluxInstance %s/flux is adopted by Flux (%s): left alone, not deleted; set force=true to delete it anyway", ns, by)
+			return res, nil
+		}
+		res.Changed = true
+		res.Diff = instanceDiff(ns, current, nil)
+		if req.CheckMode {
+			return res, nil
+		}
+		return res, remove(ctx, clients, a, ns, timeout)
 	}
 	if req.CheckMode {
 		// Check mode installs no operator, so a wait for it could only
@@ -119,7 +136,11 @@ func run(ctx context.Context, req *ansible.Request, connect kube.Connector) (*an
 			planCreate(res, desired)
 			return res, nil
 		}
-	} else if err := waitForOperator(ctx, clients, a, req, res, timeout); err != nil {
+	} else if deployment, err := waitForOperator(ctx, clients, a, req, timeout); err != nil {
+		if deployment != nil {
+			res.Set("conditions", kube.Conditions(deployment))
+			res.Set("events", clients.RecentEvents(ctx, a.OperatorNamespace, "Deployment", a.OperatorDeployment, 5))
+		}
 		return res, err
 	}
 	missing, err := missingSecrets(ctx, clients, a.RequireSecrets)
@@ -160,9 +181,16 @@ func run(ctx context.Context, req *ansible.Request, connect kube.Connector) (*an
 		}
 	}
 	if a.Wait && !req.CheckMode {
-		if current, err = waitReady(ctx, clients, current, timeout, req, res); err != nil {
+		last, err := waitReady(ctx, clients, current, timeout, req)
+		if err != nil {
+			if last != nil {
+				res.Set("conditions", kube.Conditions(last))
+				res.Set("events", clients.RecentEvents(ctx, last.GetNamespace(), instanceKind, instanceName, 8))
+				report(res, last)
+			}
 			return res, err
 		}
+		current = last
 	}
 	report(res, current)
 	return res, nil
@@ -212,9 +240,11 @@ func render(obj *unstructured.Unstructured) string {
 }
 
 // waitForOperator waits until the FluxInstance CRD is established and the
-// operator Deployment is available.
-func waitForOperator(ctx context.Context, c *kube.Clients, a args, req *ansible.Request, res *ansible.Result, timeout time.Duration) error {
+// operator Deployment is available; on failure it returns the Deployment as
+// it last saw it (nil when there was none).
+func waitForOperator(ctx context.Context, c *kube.Clients, a args, req *ansible.Request, timeout time.Duration) (*unstructured.Unstructured, error) {
 	var last string
+	var deploymentSeen *unstructured.Unstructured
 	deployment := a.OperatorNamespace + "/" + a.OperatorDeployment
 	ready, err := kube.Poll(ctx, 250*time.Millisecond, timeout, func(ctx context.Context) (bool, error) {
 		established, err := crdEstablished(ctx, c)
@@ -235,8 +265,7 @@ func waitForOperator(ctx context.Context, c *kube.Clients, a args, req *ansible.
 		}
 		if !hasCondition(dep, "Available") {
 			last = fmt.Sprintf("the Flux Operator Deployment %s is not available", deployment)
-			res.Set("conditions", kube.Conditions(dep))
-			res.Set("events", c.RecentEvents(ctx, a.OperatorNamespace, "Deployment", a.OperatorDeployment, 5))
+			deploymentSeen = dep
 			return false, nil
 		}
 		return true, nil
@@ -244,10 +273,13 @@ func waitForOperator(ctx context.Context, c *kube.Clients, a args, req *ansible.
 	if ready {
 		req.Progress("the Flux Operator is ready (CRD established, %s available)", deployment)
 	}
-	if err != nil || ready {
-		return err
+	if ready {
+		return nil, nil
 	}
-	return fmt.Errorf("waited %s for the Flux Operator: %s", timeout, last)
+	if err != nil {
+		return deploymentSeen, err
+	}
+	return deploymentSeen, fmt.Errorf("waited %s for the Flux Operator: %s", timeout, last)
 }
 
 // crdEstablished tells whether the FluxInstance CRD is there and served.
@@ -283,10 +315,10 @@ func missingSecrets(ctx context.Context, c *kube.Clients, required []string) ([]
 	return missing, nil
 }
 
-// waitReady waits until the instance is Ready for its generation; on
-// timeout the error carries its Ready condition, and the result its
-// conditions and recent events.
-func waitReady(ctx context.Context, c *kube.Clients, obj *unstructured.Unstructured, timeout time.Duration, req *ansible.Request, res *ansible.Result) (*unstructured.Unstructured, error) {
+// waitReady waits until the instance is Ready for its generation and
+// returns it as it last saw it; on timeout the error carries its Ready
+// condition.
+func waitReady(ctx context.Context, c *kube.Clients, obj *unstructured.Unstructured, timeout time.Duration, req *ansible.Request) (*unstructured.Unstructured, error) {
 	ns := obj.GetNamespace()
 	var last *unstructured.Unstructured
 	ready, err := kube.Poll(ctx, 250*time.Millisecond, timeout, func(ctx context.Context) (bool, error) {
@@ -310,11 +342,6 @@ func waitReady(ctx context.Context, c *kube.Clients, obj *unstructured.Unstructu
 	if ready {
 		req.Progress("FluxInstance %s/%s is Ready", ns, instanceName)
 		return last, nil
-	}
-	if last != nil {
-		res.Set("conditions", kube.Conditions(last))
-		res.Set("events", c.RecentEvents(ctx, ns, instanceKind, instanceName, 8))
-		report(res, last)
 	}
 	if err != nil {
 		return last, err
@@ -345,31 +372,20 @@ func report(res *ansible.Result, obj *unstructured.Unstructured) {
 	res.Set("components", components)
 }
 
-// remove deletes the instance, first disabling reconciliation when Flux
-// is to stay.
-func remove(ctx context.Context, c *kube.Clients, a args, req *ansible.Request, res *ansible.Result, timeout time.Duration) error {
-	ns := "flux-system"
+// instanceNamespace is where the instance lives: the definition's
+// namespace, or flux-system.
+func instanceNamespace(a args) string {
 	if a.Definition != nil || a.Src != "" {
 		if obj, err := loadInstance(a); err == nil {
-			ns = obj.GetNamespace()
+			return obj.GetNamespace()
 		}
 	}
-	current, err := c.Get(ctx, instanceGVR, ns, instanceName)
-	if err != nil || current == nil {
-		return err
-	}
-	// The same policy as for present, and as the other modules': an object
-	// Flux adopted is left alone, with a warning, unless forced.
-	if by, adopted := kube.FluxOwned(current); adopted && !a.Force {
-		res.Set("adopted", true)
-		req.Warn("FluxInstance %s/flux is adopted by Flux (%s): left alone, not deleted; set force=true to delete it anyway", ns, by)
-		return nil
-	}
-	res.Changed = true
-	res.Diff = instanceDiff(ns, current, nil)
-	if req.CheckMode {
-		return nil
-	}
+	return "flux-system"
+}
+
+// remove deletes the instance, first disabling reconciliation when Flux
+// is to stay, and with wait until the operator's finalizer is done.
+func remove(ctx context.Context, c *kube.Clients, a args, ns string, timeout time.Duration) error {
 	if !a.Uninstall {
 		patch := []byte(`{"metadata":{"annotations":{"fluxcd.controlplane.io/reconcile":"disabled"}}}`)
 		if _, err := c.Dynamic.Resource(instanceGVR).Namespace(ns).Patch(ctx, instanceName, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: kube.FieldManager}); err != nil {
