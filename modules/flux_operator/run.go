@@ -70,6 +70,7 @@ func run(ctx context.Context, req *ansible.Request, connect helmConnector) (*ans
 	}
 	res := &ansible.Result{}
 	res.Set("adopted", false)
+	header := fmt.Sprintf("release/%s/%s", a.ReleaseNamespace, a.ReleaseName)
 	values, err := mergeValues(a.ValuesFiles, a.Values)
 	if err != nil {
 		return res, err
@@ -108,7 +109,6 @@ func run(ctx context.Context, req *ansible.Request, connect helmConnector) (*ans
 			return res, nil
 		}
 		res.Changed = true
-		header := fmt.Sprintf("release/%s/%s", a.ReleaseNamespace, a.ReleaseName)
 		res.Diff = []ansible.Diff{{Before: current.Manifest, After: "", BeforeHeader: header, AfterHeader: header}}
 		if req.CheckMode {
 			return res, nil
@@ -168,7 +168,6 @@ func run(ctx context.Context, req *ansible.Request, connect helmConnector) (*ans
 	if current != nil {
 		before = current.Manifest
 	}
-	header := fmt.Sprintf("release/%s/%s", a.ReleaseNamespace, a.ReleaseName)
 	res.Diff = []ansible.Diff{{Before: before, After: rel.Manifest, BeforeHeader: header + " " + chartName(current), AfterHeader: header + " " + chartName(rel)}}
 	res.Set("release", releaseInfo(rel))
 	return res, nil
