@@ -53,8 +53,11 @@ test-integration: testbed-bin ## Integration tests against the test bed's real A
 testbed-bin: ## Build the test bed's binaries from the Go module proxy into ~/.cache/k3s_flux/bin (skips what is cached)
 	tests/tools/build.sh
 
-test-e2e: build ## End-to-end tests: real ansible-playbook over SSH to test hosts (needs root)
-	go test -tags e2e -count=1 -timeout 20m -v ./tests/e2e/...
+test-e2e: build ## End-to-end tests over SSH to test hosts (needs root): with Debian's ansible-core, then with ansible-core 2.19 from requirements.txt
+	E2E_ANSIBLE_CORE="$$(dpkg-query -W -f '$${Version}' ansible-core | cut -d- -f1)" \
+		go test -tags e2e -count=1 -timeout 20m -v ./tests/e2e/...
+	venv="$$(tests/tools/venv.sh)" && PATH="$$venv/bin:$$PATH" E2E_ANSIBLE_CORE="$$(sed -n 's/^ansible-core==//p' requirements.txt)" \
+		go test -tags e2e -count=1 -timeout 20m -v ./tests/e2e/...
 
 collection: build ## Build the collection tarball into dist/
 	@mkdir -p dist

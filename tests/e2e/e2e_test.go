@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible/ansibletest"
@@ -95,4 +96,18 @@ func writeJSON(t *testing.T, path string, v any) {
 	raw, err := json.Marshal(v)
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(path, raw, 0o600))
+}
+
+// TestAnsibleCoreVersion: the run uses the ansible-core the matrix asked
+// for (make test-e2e sets E2E_ANSIBLE_CORE for each pass).
+func TestAnsibleCoreVersion(t *testing.T) {
+	want := os.Getenv("E2E_ANSIBLE_CORE")
+	out, err := exec.Command("ansible-playbook", "--version").CombinedOutput()
+	require.NoError(t, err, string(out))
+	first := strings.SplitN(string(out), "\n", 2)[0]
+	t.Logf("%s", first)
+	if want == "" {
+		t.Skip("E2E_ANSIBLE_CORE not set: whatever ansible-playbook is on PATH")
+	}
+	assert.Contains(t, first, "[core "+want+"]")
 }

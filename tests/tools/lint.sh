@@ -25,15 +25,7 @@ for tags in "" integration e2e; do
   "$bin/staticcheck-v$STATICCHECK_VERSION/staticcheck" ${tags:+-tags "$tags"} ./...
 done
 
-venv="$cache/venv-$(sha256sum requirements.txt | cut -c1-16)"
-# A venv cannot be moved (its scripts name its path): made in place, marked whole once done.
-if [ ! -e "$venv/.complete" ]; then
-  echo "lint: creating $venv from requirements.txt"
-  rm -rf "$venv"
-  /usr/bin/python3 -m venv "$venv"
-  "$venv/bin/pip" install -q --disable-pip-version-check -r requirements.txt
-  touch "$venv/.complete"
-fi
+venv="$(tests/tools/venv.sh)"
 export PATH="$venv/bin:$PATH"
 echo "lint: yamllint"
 yamllint --strict .

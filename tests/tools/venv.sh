@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Prints the path of the Python venv of requirements.txt (ansible-core 2.19, ansible-lint,
+# yamllint), making it first when missing: under the cache, keyed by the file's hash, with
+# Debian's python3-venv. make lint and the second pass of make test-e2e use it.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+cache="${K3SF_CACHE:-$HOME/.cache/k3s_flux}"
+venv="$cache/venv-$(sha256sum "$root/requirements.txt" | cut -c1-16)"
+# A venv cannot be moved (its scripts name its path): made in place, marked whole once done.
+if [ ! -e "$venv/.complete" ]; then
+  echo "creating $venv from requirements.txt" >&2
+  rm -rf "$venv"
+  /usr/bin/python3 -m venv "$venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check -r "$root/requirements.txt" >&2
+  touch "$venv/.complete"
+fi
+echo "$venv"
