@@ -77,7 +77,7 @@ func TestNodeLostMidPlay(t *testing.T) {
 		require.Error(t, err, "node3 failed, so the play does")
 		r := parseRecap(playResult{output: output, recap: map[string]map[string]int{}})
 		assert.Equal(t, 1, r.recap["node3"]["unreachable"], output)
-		assert.Regexp(t, `fatal: \[node3\]: UNREACHABLE! => .*"msg": "Failed to connect to the host via ssh`, output)
+		assert.Regexp(t, `fatal: \[node3\]: UNREACHABLE! => .*"msg": "(Task failed: )?Failed to connect to the host via ssh`, output)
 		for _, h := range []string{"node1", "node2"} {
 			assert.Equal(t, 0, r.recap[h]["failed"]+r.recap[h]["unreachable"], "%s completes: %s", h, output)
 		}
