@@ -17,7 +17,7 @@ APT_PACKAGES := ansible-core openssh-server openssh-client iproute2 util-linux g
 BENCH_APT_PACKAGES := ansible python3-kubernetes time
 ROUNDS ?= 3
 
-.PHONY: help build docs fuzz lint test test-unit test-integration test-e2e testbed-bin collection deps bench demo demo-collection demo-down clean
+.PHONY: help build docs fuzz lint test test-unit test-integration test-e2e test-molecule testbed-bin collection deps bench demo demo-collection demo-down clean
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9-]+:.*## / {printf "  %-17s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -33,7 +33,7 @@ FORCE:
 docs: ## Regenerate the sidecar docs (plugins/modules/*.yml) and golden files
 	go test ./modules/... -run 'TestSidecarDocs|Golden' -update
 
-test: deps lint testbed-bin test-unit test-integration test-e2e ## Everything CI runs: installs what it needs, lints, builds the test bed, all tests
+test: deps lint testbed-bin test-unit test-integration test-e2e test-molecule ## Everything CI runs: installs what it needs, lints, builds the test bed, all tests
 
 lint: deps build ## goimports, go vet and staticcheck (every build tag), yamllint, ansible-lint --profile production
 	tests/tools/lint.sh
@@ -58,6 +58,9 @@ test-e2e: build ## End-to-end tests over SSH to test hosts (needs root): with De
 		go test -tags e2e -count=1 -timeout 20m -v ./tests/e2e/...
 	venv="$$(tests/tools/venv.sh)" && PATH="$$venv/bin:$$PATH" E2E_ANSIBLE_CORE="$$(sed -n 's/^ansible-core==//p' requirements.txt)" \
 		go test -tags e2e -count=1 -timeout 20m -v ./tests/e2e/...
+
+test-molecule: testbed-bin build ## molecule test of the default scenario against the test bed (molecule from requirements.txt)
+	tests/tools/molecule.sh
 
 collection: build ## Build the collection tarball into dist/
 	@mkdir -p dist
