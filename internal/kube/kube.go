@@ -101,21 +101,18 @@ func (c Connection) RESTConfig() (*rest.Config, error) {
 	return cfg, nil
 }
 
-// NoClusterYet tells whether the kubeconfig the task names does not exist
-// yet, as on a first run in check mode, before role k8s_cluster has
-// fetched it: the cluster modules then plan as for a new, empty cluster.
-func (c Connection) NoClusterYet() bool {
-	if c.Kubeconfig == "" {
+// PlanWithoutCluster tells whether a check-mode run must plan as for a new,
+// empty cluster because the kubeconfig the task names does not exist yet
+// (a first run, before role k8s_cluster has fetched it), and warns so.
+func (c Connection) PlanWithoutCluster(req *ansible.Request) bool {
+	if !req.CheckMode || c.Kubeconfig == "" {
 		return false
 	}
-	_, err := os.Stat(c.Kubeconfig)
-	return errors.Is(err, fs.ErrNotExist)
-}
-
-// NoClusterWarning is the warning a module gives when it plans without a
-// cluster (see NoClusterYet).
-func (c Connection) NoClusterWarning() string {
-	return fmt.Sprintf("kubeconfig %s does not exist yet (a first run in check mode): planned as for a new, empty cluster", c.Kubeconfig)
+	if _, err := os.Stat(c.Kubeconfig); !errors.Is(err, fs.ErrNotExist) {
+		return false
+	}
+	req.Warn("kubeconfig %s does not exist yet (a first run in check mode): planned as for a new, empty cluster", c.Kubeconfig)
+	return true
 }
 
 // Connector makes the clients for a connection. The modules take one, so

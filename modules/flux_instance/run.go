@@ -92,8 +92,7 @@ func run(ctx context.Context, req *ansible.Request, connect kube.Connector) (*an
 			return res, err
 		}
 	}
-	if req.CheckMode && a.Connection.NoClusterYet() {
-		req.Warn("%s", a.Connection.NoClusterWarning())
+	if a.Connection.PlanWithoutCluster(req) {
 		if a.State == "present" {
 			planCreate(res, desired)
 		}

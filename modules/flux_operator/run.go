@@ -75,10 +75,7 @@ func run(ctx context.Context, req *ansible.Request, connect helmConnector) (*ans
 	if err != nil {
 		return res, err
 	}
-	noCluster := req.CheckMode && a.Connection.NoClusterYet()
-	if noCluster {
-		req.Warn("%s", a.Connection.NoClusterWarning())
-	}
+	noCluster := a.Connection.PlanWithoutCluster(req)
 	h, err := connect(a, req.TmpDir, noCluster)
 	if err != nil {
 		return res, err

@@ -79,8 +79,7 @@ func run(ctx context.Context, req *ansible.Request, connect kube.Connector) (*an
 			desired[i] = data
 		}
 	}
-	if req.CheckMode && a.Connection.NoClusterYet() {
-		req.Warn("%s", a.Connection.NoClusterWarning())
+	if a.Connection.PlanWithoutCluster(req) {
 		return planNewCluster(a, desired).result(), nil
 	}
 	clients, err := connect(a.Connection)
