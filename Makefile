@@ -5,13 +5,18 @@ SHELL := bash
 
 MODULES := $(notdir $(wildcard modules/*))
 BINARIES := $(addprefix plugins/modules/,$(MODULES))
+# The node modules also for the other CPUs of a homelab's nodes (plugins/modules/ holds
+# linux/amd64); their action plugins pick one by the host's `uname -sm`.
+NODE_MODULES := k3s_config k3s_node k3s_node_info
+NODE_PLATFORMS := linux_arm64 linux_arm
+NODE_BINARIES := $(foreach p,$(NODE_PLATFORMS),$(addprefix plugins/bin/$(p)/,$(NODE_MODULES)))
 VERSION := $(shell sed -n 's/^version: //p' galaxy.yml)
 TARBALL := dist/gitops-k3s_flux-$(VERSION).tar.gz
 GO_BUILD := CGO_ENABLED=0 GOOS=linux go build -trimpath -ldflags "-s -w"
 # Debian packages the tests need: Ansible itself, sshd for the test hosts,
 # ip/nsenter/unshare to make them, git for the collection build, strace to kill a module mid-write,
-# python3-venv for make lint's venv.
-APT_PACKAGES := ansible-core openssh-server openssh-client iproute2 util-linux git curl strace python3-venv
+# python3-venv for make lint's venv, sudo for the test hosts' become.
+APT_PACKAGES := ansible-core openssh-server openssh-client iproute2 util-linux git curl strace python3-venv sudo
 # The benchmarks' Python baseline: Debian's ansible (with kubernetes.core) and the Kubernetes
 # client; GNU time for peak RSS.
 BENCH_APT_PACKAGES := ansible python3-kubernetes time
@@ -22,11 +27,16 @@ ROUNDS ?= 3
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9-]+:.*## / {printf "  %-17s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-build: $(BINARIES) ## Build the module binaries into plugins/modules/
-	@ls -l $(BINARIES) | awk '{printf "  %-40s %6.2f MB\n", $$9, $$5/1048576}'
+build: $(BINARIES) $(NODE_BINARIES) ## Build the module binaries: plugins/modules/ (linux/amd64), plugins/bin/<os>_<arch>/ (node modules)
+	@ls -l $(BINARIES) $(NODE_BINARIES) | awk '{printf "  %-40s %6.2f MB\n", $$9, $$5/1048576}'
 
 plugins/modules/%: FORCE
 	@$(GO_BUILD) -o $@ ./modules/$*
+
+# plugins/bin/linux_arm/k3s_node: GOOS=linux GOARCH=arm (GOARM=7, armv7 boards) ./modules/k3s_node
+plugins/bin/%: FORCE
+	@platform="$(patsubst %/,%,$(dir $*))"; \
+	CGO_ENABLED=0 GOOS="$${platform%%_*}" GOARCH="$${platform#*_}" GOARM=7 go build -trimpath -ldflags "-s -w" -o $@ ./modules/$(notdir $*)
 
 FORCE:
 

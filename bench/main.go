@@ -112,7 +112,7 @@ func (r *runner) run(counts []int, results string) error {
 	fmt.Printf("starting the test bed: 1 controller + %d workers, Flux\n", maxHosts-1)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	b, err := bed.Up(ctx, bed.Options{Name: "k3sfb", Subnet: "10.213.10", Dir: filepath.Join(dir, "bed"), Controllers: 1, Workers: maxHosts - 1, Flux: true})
+	b, err := bed.Up(ctx, bed.Options{Name: "k3sfb", Subnet: "10.213.10", Dir: filepath.Join(dir, "bed"), Controllers: 1, Workers: maxHosts - 1, Flux: true, Python: true})
 	if err != nil {
 		return err
 	}

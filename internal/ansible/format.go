@@ -36,8 +36,21 @@ func (f Format) Describe() string {
 	return string(f)
 }
 
+// formats holds the checks of formats a module declares for itself.
+var formats = map[Format]func(string) bool{}
+
+// RegisterFormat adds a format of a module's own (say, "a k3s release such
+// as v1.36.2+k3s1"): its description is its name, valid tells a value that
+// has it. Call it from an init function.
+func RegisterFormat(f Format, valid func(string) bool) {
+	formats[f] = valid
+}
+
 // check returns why s does not have the format, or "".
 func (f Format) check(s string) string {
+	if valid, ok := formats[f]; ok && !valid(s) {
+		return "does not match"
+	}
 	switch f {
 	case FormatNamespace:
 		if !isDNSLabel(s, 63) {

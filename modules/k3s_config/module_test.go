@@ -26,16 +26,8 @@ func baseArgs(path string) map[string]any {
 	}
 }
 
-func with(args map[string]any, kv ...any) map[string]any {
-	out := map[string]any{}
-	for k, v := range args {
-		out[k] = v
-	}
-	for i := 0; i < len(kv); i += 2 {
-		out[kv[i].(string)] = kv[i+1]
-	}
-	return out
-}
+// with is args with some keys set (a copy).
+func with(args map[string]any, kv ...any) map[string]any { return ansibletest.With(args, kv...) }
 
 // runModule runs k3s_config and checks that no secret reached its output.
 func runModule(t *testing.T, args map[string]any) (map[string]any, int) {

@@ -36,6 +36,9 @@ type Options struct {
 	// Flux starts the Flux Operator, source-controller,
 	// kustomize-controller and the git server.
 	Flux bool
+	// Python leaves the hosts their Python, for the benchmark's Python
+	// baseline; the collection's own plays need none.
+	Python bool
 }
 
 // Bed is a running test bed.
@@ -68,7 +71,7 @@ func Up(ctx context.Context, opts Options) (b *Bed, err error) {
 	opts.defaults()
 	start := time.Now()
 	hosts, err := testhosts.Up(testhosts.Options{Name: opts.Name, Subnet: opts.Subnet, Dir: opts.Dir,
-		Controllers: opts.Controllers, Workers: opts.Workers, BridgeOnly: opts.Controllers+opts.Workers == 0})
+		Controllers: opts.Controllers, Workers: opts.Workers, BridgeOnly: opts.Controllers+opts.Workers == 0, Python: opts.Python})
 	if err != nil {
 		return nil, err
 	}
@@ -79,9 +82,18 @@ func Up(ctx context.Context, opts Options) (b *Bed, err error) {
 			b = nil
 		}
 	}()
+	// The test hosts have no systemd: each gets the systemctl stand-in
+	// that starts and stops the k3s stand-in, as systemd would k3s.
+	systemctl, err := os.ReadFile(filepath.Join(standinDir(), "systemctl.sh"))
+	if err != nil {
+		return b, err
+	}
 	var hostIPs []net.IP
 	for _, h := range hosts.Hosts {
 		hostIPs = append(hostIPs, net.ParseIP(h.Addr))
+		if err := h.WriteFile("/usr/local/bin/systemctl", systemctl, 0o755); err != nil {
+			return b, err
+		}
 	}
 	if b.cp, err = startControlPlane(ctx, filepath.Join(opts.Dir, "cluster"), hosts.BridgeAddr, hostIPs); err != nil {
 		return b, fmt.Errorf("start the control plane: %w", err)

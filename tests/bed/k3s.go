@@ -76,12 +76,8 @@ func startK3s(ctx context.Context, dir, addr, apiServer, pkiDir string) (*K3s, e
 	if err != nil {
 		return nil, err
 	}
-	shim, err := os.ReadFile(filepath.Join(standinDir(), "systemctl.sh"))
-	if err != nil {
-		return nil, err
-	}
 	rendered := strings.NewReplacer("@DOWNLOAD_URL@", k.BinaryURL, "@SHA256@", k.BinarySHA256,
-		"@DEFAULT_VERSION@", K3sVersion, "@SYSTEMCTL@", strings.TrimRight(string(shim), "\n")).Replace(string(script))
+		"@DEFAULT_VERSION@", K3sVersion).Replace(string(script))
 	if err := os.WriteFile(k.Script, []byte(rendered), 0o755); err != nil {
 		return nil, err
 	}

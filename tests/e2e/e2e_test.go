@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -28,14 +29,35 @@ type collection struct {
 	path string // ANSIBLE_COLLECTIONS_PATH holding the installed collection
 }
 
+// installed is the collection the tests share: built and installed once
+// per run (each build copies ~200 MB of binaries into a tarball).
+var installed struct {
+	once sync.Once
+	dir  string
+	path string
+	err  error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if installed.dir != "" {
+		_ = os.RemoveAll(installed.dir)
+	}
+	os.Exit(code)
+}
+
 // installCollection builds the tarball (make collection) and installs it
-// with ansible-galaxy, as a user would.
+// with ansible-galaxy, as a user would, once for all the tests.
 func installCollection(t *testing.T) collection {
 	t.Helper()
 	root := ansibletest.RepoRoot(t)
-	path, err := bed.InstallCollection(root, t.TempDir())
-	require.NoError(t, err)
-	return collection{root: root, path: path}
+	installed.once.Do(func() {
+		if installed.dir, installed.err = os.MkdirTemp("", "k3sf-e2e-collection-"); installed.err == nil {
+			installed.path, installed.err = bed.InstallCollection(root, installed.dir)
+		}
+	})
+	require.NoError(t, installed.err)
+	return collection{root: root, path: installed.path}
 }
 
 func (c collection) env(t *testing.T) []string {

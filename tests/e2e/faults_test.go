@@ -57,7 +57,7 @@ func TestNodeLostMidPlay(t *testing.T) {
 			case <-time.After(50 * time.Millisecond):
 				// Once the config is there and Ansible has removed that task's
 				// temp directory, so the cut lands between tasks.
-				if _, err := node3.Exec("test -e /etc/rancher/k3s/config.yaml && ! ls -d /root/.ansible/tmp/ansible-tmp-* >/dev/null 2>&1"); err == nil {
+				if _, err := node3.Exec("test -e /etc/rancher/k3s/config.yaml && ! ls -d /home/ansible/.ansible/tmp/ansible-tmp-* >/dev/null 2>&1"); err == nil {
 					require.NoError(t, node3.SetLink(false))
 					cut = time.Now()
 					break watch

@@ -24,6 +24,7 @@ const k3sConfigPlay = `
 - name: Render the k3s config on every node
   hosts: k3s_cluster
   gather_facts: false
+  become: true
   tasks:
     - name: Render /etc/rancher/k3s/config.yaml
       gitops.k3s_flux.k3s_config:
@@ -58,7 +59,7 @@ func TestK3sConfigOverSSH(t *testing.T) {
 	assert.Less(t, info.Size(), int64(3<<20), "the node-side binary stays under 3 MB")
 	t.Logf("k3s_config binary: %.2f MB", float64(info.Size())/(1<<20))
 
-	for module, option := range map[string]string{"k3s_config": "cluster_init", "flux_operator": "chart_version",
+	for module, option := range map[string]string{"k3s_config": "cluster_init", "k3s_node": "install_script_sha256", "k3s_node_info": "return_token", "flux_operator": "chart_version",
 		"seed_secret": "git_deploy_key", "flux_instance": "require_secrets", "flux_status": "wait_for_revision", "cluster_nodes": "names"} {
 		doc := exec.Command("ansible-doc", "-t", "module", "gitops.k3s_flux."+module)
 		doc.Env = c.env(t)

@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -21,6 +22,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/gitops-k3s-flux/k3s_flux/tests/bed"
+	"github.com/gitops-k3s-flux/k3s_flux/tests/testhosts"
 )
 
 // scenario is the molecule scenario's playbooks, which this test runs in
@@ -53,6 +55,17 @@ func TestBootstrapPlay(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 
+	t.Run("the hosts have no Python and Ansible logs in as a sudo user", func(t *testing.T) {
+		inventory, err := os.ReadFile(b.Hosts.Inventory)
+		require.NoError(t, err)
+		assert.Contains(t, string(inventory), "ansible_user="+testhosts.User+"\n")
+		for _, h := range b.Hosts.Hosts {
+			out, err := h.Exec("for p in python3 python3.11 python /usr/bin/python3; do $p -c 'print(42)' 2>/dev/null && exit 1; done; find /usr/lib/python3*/ -mindepth 1 | wc -l; id -u " + testhosts.User + "; sudo -n -u " + testhosts.User + " sudo -n id -u")
+			require.NoError(t, err, "%s: a Python ran: %s", h.Name, out)
+			assert.Equal(t, fmt.Sprintf("0\n%d\n0\n", testhosts.UserUID), out, "%s: Python's library hidden; the user has sudo", h.Name)
+		}
+	})
+
 	t.Run("a first-run check on bare hosts says what a run would do, in seconds, and writes nothing", func(t *testing.T) {
 		r := play(scenario(c, "converge"), "--check", "--diff")
 		require.NoError(t, r.err, r.output)
@@ -62,7 +75,7 @@ func TestBootstrapPlay(t *testing.T) {
 			assert.Greater(t, r.changed()[h], 0, h)
 		}
 		for _, want := range []string{
-			"would install k3s ", " as k3s with the install script ", " as k3s-agent with the install script ", "installed now: none",
+			"--- before: k3s on this node", "-k3s: none", "+k3s: v1.36.2+k3s1", "-k3s-agent: absent", "+k3s-agent: enabled, active", "+k3s: enabled, active",
 			"release/flux-system/flux-operator", "kind: Deployment", // the operator chart's manifests
 			"namespace: flux-system", "namespace: apps", // the namespaces
 			"secret/flux-system/git-deploy-key", "identity.pub: <redacted>", "secret/apps/infisical-universal-auth", // the Secrets, keys only
@@ -138,6 +151,33 @@ func TestBootstrapPlay(t *testing.T) {
 		assert.Equal(t, map[string]int{"node1": 0, "node2": 0, "node3": 0, "localhost": 0}, r.changed(), r.output)
 	})
 
+	t.Run("a stopped node whose unit was removed is repaired", func(t *testing.T) {
+		_, err := b.Hosts.Host("node2").Exec("systemctl stop k3s-agent && rm /var/lib/rancher/k3s/standin/k3s-agent.exec /var/lib/rancher/k3s/standin/k3s-agent.enabled")
+		require.NoError(t, err)
+		r := play(scenario(c, "converge"))
+		require.NoError(t, r.err, r.output)
+		assert.Equal(t, map[string]int{"node1": 0, "node2": 1, "node3": 0, "localhost": 0}, r.changed(), r.output)
+		state, err := b.Hosts.Host("node2").Exec("systemctl is-active k3s-agent && systemctl is-enabled k3s-agent")
+		require.NoError(t, err)
+		assert.Equal(t, "active\nenabled\n", state)
+		assert.Contains(t, r.output, "node2 Ready")
+	})
+
+	t.Run("a token that cannot be read stops the play, naming the host and the file", func(t *testing.T) {
+		node1 := b.Hosts.Host("node1")
+		_, err := node1.Exec("mv /var/lib/rancher/k3s/server/node-token /var/lib/rancher/k3s/server/node-token.moved")
+		require.NoError(t, err)
+		r := play(scenario(c, "converge"))
+		_, restore := node1.Exec("mv /var/lib/rancher/k3s/server/node-token.moved /var/lib/rancher/k3s/server/node-token")
+		require.NoError(t, restore)
+		require.Error(t, r.err)
+		flat := strings.Join(strings.Fields(r.output), " ") // messages wrap at the terminal's width
+		assert.Regexp(t, `fatal: \[node1\]: FAILED! => .*read the node token /var/lib/rancher/k3s/server/node-token: no such file or directory`, flat)
+		for _, h := range []string{"node2", "node3"} {
+			assert.Zero(t, r.changed()[h], "%s: no config written with an empty token", h)
+		}
+	})
+
 	t.Run("verify", func(t *testing.T) {
 		r := play(scenario(c, "verify"))
 		require.NoError(t, r.err, r.output)
@@ -164,7 +204,7 @@ func TestBootstrapPlay(t *testing.T) {
 		require.NoError(t, r.err, r.output)
 		// node3: its config, and the restart a real run would do.
 		assert.Equal(t, map[string]int{"node1": 0, "node2": 0, "node3": 2, "localhost": 1}, r.changed(), r.output)
-		assert.Contains(t, r.output, "would restart k3s-agent for its new config")
+		assert.Contains(t, r.output, "+k3s-agent: enabled, active (restarted for its new config)")
 		assert.Contains(t, r.output, "+  - disk=ssd", "the label in the diff")
 		assert.Regexp(t, regexp.MustCompile(`apps/infisical-universal-auth`), r.output, "the Secret in the diff")
 		assert.Contains(t, r.output, "clientSecret", "the changed key is named")
@@ -193,6 +233,9 @@ func TestBootstrapPlay(t *testing.T) {
 		r := play(scenario(c, "converge"), "-e", "@"+changedVars, "-vvv")
 		require.NoError(t, r.err, r.output)
 		assert.Equal(t, map[string]int{"node1": 0, "node2": 0, "node3": 0, "localhost": 0}, r.changed())
+		// The node modules' action plugins ask each host its platform once for the whole play.
+		assert.Equal(t, 3, strings.Count(r.output, "uname -sm && sleep 0"), "one uname per host")
+		assert.Contains(t, r.output, `"gitops_k3s_flux_platform": "linux_amd64"`)
 		nodeToken, err := b.Hosts.Host("node1").Exec("cat /var/lib/rancher/k3s/server/node-token")
 		require.NoError(t, err)
 		_, tok, _ := strings.Cut(strings.TrimSpace(nodeToken), "::server:")

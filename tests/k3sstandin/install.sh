@@ -6,9 +6,9 @@
 #   K3S_URL, K3S_TOKEN    join an existing server (as the real installer)
 #   INSTALL_K3S_SKIP_DOWNLOAD=true   use the binary already at /usr/local/bin/k3s (airgap)
 #   INSTALL_K3S_SKIP_START=true      install only
-# The real installer writes a systemd unit; the test hosts have no systemd, so
-# this one installs /usr/local/bin/systemctl, a stand-in that starts and
-# stops k3s from the unit's recorded command line.
+# The real installer writes a systemd unit; the test hosts have no systemd:
+# their /usr/local/bin/systemctl (systemctl.sh, put there when the test bed
+# starts a host) starts and stops k3s from the unit's recorded command line.
 set -eu
 BIN_DIR=/usr/local/bin
 STATE=/var/lib/rancher/k3s/standin
@@ -47,19 +47,15 @@ umask 077
 printf '%s\n' "$cmd" >"$STATE/$service.exec"
 umask 022
 
-cat >"$BIN_DIR/systemctl" <<'SHIM'
-@SYSTEMCTL@
-SHIM
-chmod 755 "$BIN_DIR/systemctl"
-
 cat >"$BIN_DIR/$service-uninstall.sh" <<UNINSTALL
 #!/bin/sh
 set -e
 $BIN_DIR/systemctl stop $service || true
-rm -rf /etc/rancher/k3s /var/lib/rancher/k3s "$BIN_DIR/k3s" "$BIN_DIR/systemctl" "$BIN_DIR/$service-uninstall.sh"
+rm -rf /etc/rancher/k3s /var/lib/rancher/k3s "$BIN_DIR/k3s" "$BIN_DIR/$service-uninstall.sh"
 UNINSTALL
 chmod 755 "$BIN_DIR/$service-uninstall.sh"
 
+"$BIN_DIR/systemctl" enable "$service"
 if [ "${INSTALL_K3S_SKIP_START:-false}" = true ]; then
   info "Skipping start of $service"
   exit 0

@@ -1,7 +1,8 @@
 #!/bin/sh
 # Test bed stand-in for systemctl, for the k3s and k3s-agent units only.
 STATE=/var/lib/rancher/k3s/standin
-verb="${1:-}"; unit="${2:-}"; unit="${unit%.service}"
+verb="${1:-}"; [ "$verb" = show ] && shift
+unit="${2:-}"; unit="${unit%.service}"
 case "$unit" in k3s|k3s-agent) ;; *) echo "systemctl stand-in: unit ${2:-} not found" >&2; exit 5 ;; esac
 pidfile="$STATE/$unit.pid"
 running() { [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null && ! grep -q '^State:.*Z' "/proc/$(cat "$pidfile")/status" 2>/dev/null; }
@@ -42,6 +43,14 @@ case "$verb" in
   restart) stop; start ;;
   is-active) if running; then echo active; else echo inactive; exit 3; fi ;;
   status) if running; then echo "● $unit.service - k3s (test bed stand-in)"; echo "   Active: active (running) pid $(cat "$pidfile")"; else echo "   Active: inactive (dead)"; exit 3; fi ;;
-  enable|disable|daemon-reload) ;;
+  enable) [ -f "$STATE/$unit.exec" ] || { echo "Failed to enable unit: Unit file $unit.service does not exist." >&2; exit 1; }; touch "$STATE/$unit.enabled" ;;
+  disable) rm -f "$STATE/$unit.enabled" ;;
+  is-enabled) if [ -f "$STATE/$unit.enabled" ]; then echo enabled; else echo disabled; exit 1; fi ;;
+  show)
+    # systemctl show --property=LoadState,ActiveState,UnitFileState <unit>
+    if [ -f "$STATE/$unit.exec" ]; then echo LoadState=loaded; else echo LoadState=not-found; fi
+    if running; then echo ActiveState=active; else echo ActiveState=inactive; fi
+    if [ ! -f "$STATE/$unit.exec" ]; then echo UnitFileState=; elif [ -f "$STATE/$unit.enabled" ]; then echo UnitFileState=enabled; else echo UnitFileState=disabled; fi ;;
+  daemon-reload) ;;
   *) echo "systemctl stand-in: $verb not supported" >&2; exit 1 ;;
 esac

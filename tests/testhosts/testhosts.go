@@ -1,10 +1,11 @@
-// Package testhosts creates SSH test hosts on this machine: each host is a
-// network namespace with its own address on a private bridge, its own
-// hostname, its own /etc/rancher, /var/lib/rancher, /usr/local/bin and home
-// directory /root (a
-// private mount namespace), and an sshd that takes key auth only. It writes
-// an Ansible inventory for them and tears everything down by PID, also what
-// a crashed run left behind.
+// Package testhosts creates SSH test hosts on this machine, made like a
+// homelab's nodes: each host is a network namespace with its own address on
+// a private bridge, its own hostname, its own /etc/rancher,
+// /var/lib/rancher, /usr/local/bin, /root and /home (a private mount namespace), no
+// Python interpreter at all (hidden in that namespace), a user with sudo
+// rather than root to log in as, and an sshd that takes key auth only. It
+// writes an Ansible inventory for them and tears everything down by PID,
+// also what a crashed run left behind.
 package testhosts
 
 import (
@@ -29,7 +30,15 @@ const (
 )
 
 // PrivateDirs are the host paths each test host gets its own copy of.
-var PrivateDirs = []string{"/etc/rancher", "/var/lib/rancher", "/usr/local/bin", "/root"}
+var PrivateDirs = []string{"/etc/rancher", "/var/lib/rancher", "/usr/local/bin", "/root", "/home"}
+
+// User is the account Ansible logs in as: unprivileged, with sudo (without
+// a password), as on a homelab's node. Its UID is unlikely to be taken on
+// the machine that runs the test bed.
+const (
+	User    = "ansible"
+	UserUID = 4242
+)
 
 // HostSpec names one host and its inventory group.
 type HostSpec struct {
@@ -54,6 +63,9 @@ type Options struct {
 	// BridgeOnly makes just the test network, with no hosts (for a control
 	// plane that needs an address but no SSH hosts).
 	BridgeOnly bool
+	// Python leaves the hosts the machine's Python (hidden otherwise), for
+	// a Python baseline to compare with.
+	Python bool
 }
 
 // Host is one running test host.
@@ -157,7 +169,7 @@ func Up(opts Options) (bed *Bed, err error) {
 		h := &Host{Name: spec.Name, Group: spec.Group, Addr: fmt.Sprintf("%s.%d", opts.Subnet, 11+i),
 			NetNS: fmt.Sprintf("%s-%s", opts.Name, spec.Name), Root: filepath.Join(opts.Dir, "hosts", spec.Name)}
 		bed.Hosts = append(bed.Hosts, h)
-		if err := bed.startHost(h, i); err != nil {
+		if err := bed.startHost(h, i, opts.Python); err != nil {
 			return bed, fmt.Errorf("start test host %s: %w", h.Name, err)
 		}
 		if err := bed.save(); err != nil {
@@ -178,7 +190,7 @@ func Up(opts Options) (bed *Bed, err error) {
 	return bed, nil
 }
 
-func (b *Bed) startHost(h *Host, index int) error {
+func (b *Bed) startHost(h *Host, index int, python bool) error {
 	for _, d := range append([]string{"ssh"}, PrivateDirs...) {
 		if err := os.MkdirAll(filepath.Join(h.Root, privateName(d)), 0o755); err != nil {
 			return fmt.Errorf("create %s: %w", d, err)
@@ -207,17 +219,27 @@ func (b *Bed) startHost(h *Host, index int) error {
 	if err != nil {
 		return fmt.Errorf("read client key: %w", err)
 	}
-	authorized := filepath.Join(h.Root, "ssh", "authorized_keys")
-	if err := os.WriteFile(authorized, pub, 0o600); err != nil {
-		return fmt.Errorf("write %s: %w", authorized, err)
+	// sshd reads authorized_keys as the user, so it lives in the user's
+	// home (the host's private /home).
+	sshDir := filepath.Join(h.Root, privateName("/home"), User, ".ssh")
+	if err := os.MkdirAll(sshDir, 0o700); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(sshDir, "authorized_keys"), pub, 0o600); err != nil {
+		return fmt.Errorf("write authorized_keys: %w", err)
+	}
+	for _, p := range []string{filepath.Dir(sshDir), sshDir, filepath.Join(sshDir, "authorized_keys")} {
+		if err := os.Chown(p, UserUID, UserUID); err != nil {
+			return fmt.Errorf("chown %s: %w", p, err)
+		}
 	}
 	config := filepath.Join(h.Root, "ssh", "sshd_config")
 	sshdConfig := strings.Join([]string{
 		"ListenAddress " + h.Addr + ":22",
 		"HostKey " + hostKey,
 		"PidFile none",
-		"AuthorizedKeysFile " + authorized,
-		"PermitRootLogin prohibit-password",
+		"AuthorizedKeysFile .ssh/authorized_keys",
+		"PermitRootLogin no",
 		"PubkeyAuthentication yes",
 		"PasswordAuthentication no",
 		"KbdInteractiveAuthentication no",
@@ -233,14 +255,27 @@ func (b *Bed) startHost(h *Host, index int) error {
 	if err := os.MkdirAll("/run/sshd", 0o755); err != nil { // sshd's privilege separation directory
 		return fmt.Errorf("create /run/sshd: %w", err)
 	}
+	identity, err := b.writeIdentity(h)
+	if err != nil {
+		return err
+	}
+	hide := hidePython(filepath.Join(h.Root, "etc", "empty"))
+	if python {
+		hide = ""
+	}
 	// The script runs inside the host's new mount and UTS namespaces:
-	// private directories bound over the real ones, its own hostname,
-	// then sshd in the foreground, so that its PID is the one recorded.
+	// private directories bound over the real ones, the host's own users,
+	// sudoers and hosts files, Python hidden, its own hostname, then sshd in
+	// the foreground, so that its PID is the one recorded.
 	var script strings.Builder
 	script.WriteString("set -e\n")
 	for _, d := range PrivateDirs {
 		fmt.Fprintf(&script, "mount --bind %s %s\n", filepath.Join(h.Root, privateName(d)), d)
 	}
+	for _, f := range identity {
+		fmt.Fprintf(&script, "mount --bind %s %s\n", filepath.Join(h.Root, "etc", privateName(f)), f)
+	}
+	script.WriteString(hide)
 	fmt.Fprintf(&script, "hostname %s\nexec /usr/sbin/sshd -D -e -f %s\n", h.Name, config)
 	logFile, err := os.Create(filepath.Join(h.Root, "sshd.log"))
 	if err != nil {
@@ -256,6 +291,61 @@ func (b *Bed) startHost(h *Host, index int) error {
 	h.PID = cmd.Process.Pid
 	go func() { _ = cmd.Wait() }() // reap it when it exits
 	return nil
+}
+
+// writeIdentity writes the host's own /etc/passwd, /etc/group and
+// /etc/shadow (the machine's, plus User), /etc/sudoers.d (User may run
+// anything as root) and /etc/hosts (its name resolves, as sudo wants). It
+// returns the paths to bind over.
+func (b *Bed) writeIdentity(h *Host) ([]string, error) {
+	etc := filepath.Join(h.Root, "etc")
+	if err := os.MkdirAll(filepath.Join(etc, "etc-sudoers.d"), 0o755); err != nil {
+		return nil, err
+	}
+	extra := map[string]string{
+		"/etc/passwd": fmt.Sprintf("%s:x:%d:%d:test host user:/home/%s:/bin/sh\n", User, UserUID, UserUID, User),
+		"/etc/group":  fmt.Sprintf("%s:x:%d:\n", User, UserUID),
+		"/etc/shadow": User + ":*:20000:0:99999:7:::\n", // no password; '*' is not a locked account to sshd
+		"/etc/hosts":  "127.0.1.1 " + h.Name + "\n",
+	}
+	for file, line := range extra {
+		base, err := os.ReadFile(file)
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", file, err)
+		}
+		if len(base) > 0 && base[len(base)-1] != '\n' {
+			base = append(base, '\n')
+		}
+		mode := os.FileMode(0o644)
+		if file == "/etc/shadow" {
+			mode = 0o640
+		}
+		if err := os.WriteFile(filepath.Join(etc, privateName(file)), append(base, line...), mode); err != nil {
+			return nil, err
+		}
+	}
+	sudoers := filepath.Join(etc, "etc-sudoers.d", User)
+	if err := os.WriteFile(sudoers, []byte(User+" ALL=(ALL:ALL) NOPASSWD: ALL\n"), 0o440); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(etc, "empty"), nil, 0o644); err != nil {
+		return nil, err
+	}
+	return []string{"/etc/passwd", "/etc/group", "/etc/shadow", "/etc/hosts", "/etc/sudoers.d"}, nil
+}
+
+// hidePython is the shell that leaves the host no Python interpreter: each
+// python executable has an empty, non-executable file bound over it, and
+// each Python library directory an empty read-only tmpfs.
+func hidePython(empty string) string {
+	return fmt.Sprintf(`for f in /usr/bin/python* /usr/local/bin/python*; do
+  [ -f "$f" ] && [ ! -L "$f" ] && mount --bind %s "$f"
+done
+for d in /usr/lib/python3* /usr/local/lib/python3*; do
+  [ -d "$d" ] && mount -t tmpfs -o ro,size=4k tmpfs "$d"
+done
+true
+`, empty)
 }
 
 func privateName(dir string) string {
@@ -290,7 +380,7 @@ func (b *Bed) writeInventory() error {
 		fmt.Fprintf(&buf, "[%s]\n%s\n\n", g, strings.Join(groups[g], "\n"))
 	}
 	fmt.Fprintf(&buf, "[k3s_cluster:children]\n%s\n\n", strings.Join(order, "\n"))
-	fmt.Fprintf(&buf, "[k3s_cluster:vars]\nansible_user=root\nansible_ssh_private_key_file=%s\n", b.KeyFile)
+	fmt.Fprintf(&buf, "[k3s_cluster:vars]\nansible_user=%s\nansible_ssh_private_key_file=%s\n", User, b.KeyFile)
 	// Keepalives: a host whose link is gone is UNREACHABLE once three go
 	// unanswered (15 s), not after TCP's ~15 minutes.
 	fmt.Fprintf(&buf, "ansible_ssh_common_args='-o UserKnownHostsFile=%s -o StrictHostKeyChecking=yes -o GlobalKnownHostsFile=/dev/null -o ServerAliveInterval=5 -o ServerAliveCountMax=3'\n", b.KnownHosts)
@@ -336,6 +426,16 @@ func (h *Host) Exec(command string) (string, error) {
 		return string(out), fmt.Errorf("on %s: %s: %w: %s", h.Name, command, err, out)
 	}
 	return string(out), nil
+}
+
+// WriteFile writes a file inside the host (through its mount namespace).
+func (h *Host) WriteFile(path string, content []byte, mode os.FileMode) error {
+	cmd := exec.Command("nsenter", "-t", strconv.Itoa(h.PID), "-m", "--", "sh", "-c", `cat >"$0" && chmod "$1" "$0"`, path, strconv.FormatUint(uint64(mode.Perm()), 8))
+	cmd.Stdin = bytes.NewReader(content)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("write %s on %s: %w: %s", path, h.Name, err, out)
+	}
+	return nil
 }
 
 // SetLink takes the host's network link down or brings it back up, as a

@@ -71,3 +71,16 @@ func RepoRoot(t *testing.T) string {
 		dir = parent
 	}
 }
+
+// With returns a copy of args with the keys and values of kv (key, value,
+// key, value, ...) set.
+func With(args map[string]any, kv ...any) map[string]any {
+	out := map[string]any{}
+	for k, v := range args {
+		out[k] = v
+	}
+	for i := 0; i+1 < len(kv); i += 2 {
+		out[kv[i].(string)] = kv[i+1]
+	}
+	return out
+}

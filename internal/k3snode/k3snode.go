@@ -1,0 +1,263 @@
+// Package k3snode reads and drives k3s on a node: the installed version,
+// the state of its systemd units, the node token and admin kubeconfig, and
+// the API's /readyz. The node modules (k3s_node, k3s_node_info) share it;
+// it links no YAML library, as the node binaries stay small.
+package k3snode
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Paths are where k3s lives on a node; the tests point them at a temporary
+// directory.
+type Paths struct {
+	BinDir     string
+	DataDir    string
+	Kubeconfig string
+}
+
+// DefaultPaths are k3s's own defaults.
+var DefaultPaths = Paths{BinDir: "/usr/local/bin", DataDir: "/var/lib/rancher/k3s", Kubeconfig: "/etc/rancher/k3s/k3s.yaml"}
+
+// Units are the two units k3s installs, by role.
+var Units = map[string]string{"server": "k3s", "agent": "k3s-agent"}
+
+// UnitState is what systemd says of a unit.
+type UnitState struct {
+	Loaded  bool `json:"loaded"` // LoadState=loaded: the unit file exists
+	Enabled bool `json:"enabled"`
+	Active  bool `json:"active"`
+}
+
+func (u UnitState) String() string {
+	switch {
+	case !u.Loaded:
+		return "absent"
+	case u.Active && u.Enabled:
+		return "enabled, active"
+	case u.Active:
+		return "disabled, active"
+	case u.Enabled:
+		return "enabled, inactive"
+	}
+	return "disabled, inactive"
+}
+
+// System is the node: commands, downloads and the API's health endpoint.
+type System interface {
+	// Run runs a command with extra environment and returns its combined
+	// output.
+	Run(ctx context.Context, env []string, name string, args ...string) (string, error)
+	Download(ctx context.Context, url string) ([]byte, error)
+	// Readyz asks the API on 127.0.0.1:port for /readyz with the
+	// kubeconfig's credentials; nil means it answered ok.
+	Readyz(ctx context.Context, kubeconfig string, port int) error
+}
+
+// Version is the installed k3s version, "" when there is none.
+func Version(ctx context.Context, sys System, where Paths) string {
+	out, err := sys.Run(ctx, nil, filepath.Join(where.BinDir, "k3s"), "--version")
+	if err != nil {
+		return ""
+	}
+	return ParseVersion(out)
+}
+
+// ParseVersion takes v1.36.2+k3s1 from "k3s version v1.36.2+k3s1 (1a2b3c)".
+func ParseVersion(out string) string {
+	first, _, _ := strings.Cut(out, "\n")
+	f := strings.Fields(first)
+	if len(f) >= 3 && f[0] == "k3s" && f[1] == "version" {
+		return f[2]
+	}
+	return ""
+}
+
+// Unit reads a unit's state from systemctl.
+func Unit(ctx context.Context, sys System, name string) (UnitState, error) {
+	out, err := sys.Run(ctx, nil, "systemctl", "show", "--property=LoadState,ActiveState,UnitFileState", name+".service")
+	if err != nil {
+		return UnitState{}, fmt.Errorf("read the state of unit %s: %w: %s", name, err, LastLines(out, 3))
+	}
+	props := map[string]string{}
+	for _, line := range strings.Split(out, "\n") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(line), "="); ok {
+			props[k] = v
+		}
+	}
+	return UnitState{
+		Loaded:  props["LoadState"] == "loaded",
+		Enabled: props["UnitFileState"] == "enabled",
+		Active:  props["ActiveState"] == "active" || props["ActiveState"] == "activating" || props["ActiveState"] == "reloading",
+	}, nil
+}
+
+// TokenPath is where a server keeps the token other nodes join with.
+func TokenPath(where Paths) string {
+	return filepath.Join(where.DataDir, "server", "node-token")
+}
+
+// Token reads the node token; the error names the file and the cause, never
+// content.
+func Token(where Paths) (string, error) {
+	path := TokenPath(where)
+	raw, err := readSecretFile(path)
+	if err != nil {
+		return "", fmt.Errorf("read the node token %s: %w", path, err)
+	}
+	token := strings.TrimSpace(string(raw))
+	if token == "" {
+		return "", fmt.Errorf("read the node token %s: the file is empty", path)
+	}
+	return token, nil
+}
+
+// Kubeconfig reads the admin kubeconfig a server wrote.
+func Kubeconfig(where Paths) (string, error) {
+	raw, err := readSecretFile(where.Kubeconfig)
+	if err != nil {
+		return "", fmt.Errorf("read the kubeconfig %s: %w", where.Kubeconfig, err)
+	}
+	return string(raw), nil
+}
+
+// readSecretFile reads a file that holds a secret; the error names only the
+// cause (the caller names the file).
+func readSecretFile(path string) ([]byte, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			return nil, pe.Err
+		}
+		return nil, err
+	}
+	return raw, nil
+}
+
+// LastLines keeps the end of a command's output for a message.
+func LastLines(out string, n int) string {
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, " | ")
+}
+
+// Real is the node itself.
+type Real struct{}
+
+func (Real) Run(ctx context.Context, env []string, name string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Env = append(os.Environ(), env...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	return out.String(), err
+}
+
+func (Real) Download(ctx context.Context, url string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, fmt.Errorf("install_script_url %q: %w", url, err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return nil, fmt.Errorf("GET %s: %w", url, err)
+	}
+	return body, nil
+}
+
+func (Real) Readyz(ctx context.Context, kubeconfig string, port int) error {
+	creds, err := readKubeconfigCredentials(kubeconfig)
+	if err != nil {
+		return err
+	}
+	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: x509.NewCertPool()}
+	if !tlsConfig.RootCAs.AppendCertsFromPEM(creds.ca) {
+		return fmt.Errorf("%s: no CA certificate in certificate-authority-data", kubeconfig)
+	}
+	if creds.cert != nil {
+		pair, err := tls.X509KeyPair(creds.cert, creds.key)
+		if err != nil {
+			return fmt.Errorf("%s: client certificate: %w", kubeconfig, err)
+		}
+		tlsConfig.Certificates = []tls.Certificate{pair}
+	}
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: tlsConfig, Proxy: nil}}
+	url := "https://127.0.0.1:" + strconv.Itoa(port) + "/readyz"
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	if resp.StatusCode != http.StatusOK || strings.TrimSpace(string(body)) != "ok" {
+		return fmt.Errorf("GET %s: %s: %s", url, resp.Status, LastLines(string(body), 3))
+	}
+	return nil
+}
+
+type credentials struct{ ca, cert, key []byte }
+
+// readKubeconfigCredentials reads the CA and client certificate of the
+// kubeconfig k3s writes (one cluster, one user, *-data fields) by line: the
+// node binary links no YAML library.
+func readKubeconfigCredentials(path string) (credentials, error) {
+	raw, err := readSecretFile(path)
+	if err != nil {
+		return credentials{}, fmt.Errorf("read %s: %w", path, err)
+	}
+	var c credentials
+	fields := map[string]*[]byte{"certificate-authority-data": &c.ca, "client-certificate-data": &c.cert, "client-key-data": &c.key}
+	sc := bufio.NewScanner(bytes.NewReader(raw))
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		key, value, ok := strings.Cut(strings.TrimSpace(sc.Text()), ":")
+		dest, wanted := fields[key]
+		if !ok || !wanted || *dest != nil {
+			continue
+		}
+		decoded, err := base64.StdEncoding.DecodeString(strings.Trim(strings.TrimSpace(value), `"'`))
+		if err != nil {
+			return credentials{}, fmt.Errorf("%s: %s is not base64", path, key)
+		}
+		*dest = decoded
+	}
+	if c.ca == nil {
+		return credentials{}, fmt.Errorf("%s: no certificate-authority-data", path)
+	}
+	if (c.cert == nil) != (c.key == nil) {
+		return credentials{}, fmt.Errorf("%s: a client certificate without its key, or a key without its certificate", path)
+	}
+	return c, nil
+}

@@ -1,0 +1,390 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible"
+	"github.com/gitops-k3s-flux/k3s_flux/internal/k3snode"
+)
+
+var module = &ansible.Module{
+	Name:             "k3s_node",
+	ShortDescription: "Install k3s on a node and keep its service enabled, active and answering",
+	Description: []string{
+		"Reads the installed k3s version (C(k3s --version), compared exactly) and the state of the node's unit (C(k3s) on servers, C(k3s-agent) on agents).",
+		"Installs k3s when it is missing, another version, or its unit is gone: with the install script (downloaded by the module, checked against C(install_script_sha256) when given, then run) or from airgap files, each checked against its sha256 on the node before use.",
+		"Otherwise enables and starts the unit when it is not, and restarts it only when C(restart) is true (pass k3s_config's C(restart_needed)). A host moved between servers and agents has the other unit stopped and disabled.",
+		"On servers it then waits until the API's C(/readyz) answers C(ok) on this node, authenticated with the admin kubeconfig k3s wrote. Module gitops.k3s_flux.k3s_node_info reads the node token and that kubeconfig.",
+		"A Go binary: the node needs no Python. Its action plugin copies airgap files to the node through the connection, only when an install is needed.",
+	},
+	Author:    []string{"gitops.k3s_flux maintainers"},
+	CheckMode: "full",
+	DiffMode:  "full",
+	Notes: []string{
+		"Runs as root (use C(become)): it installs into C(/usr/local/bin) and drives systemd.",
+		"The install script is run with C(INSTALL_K3S_VERSION) and C(INSTALL_K3S_EXEC) (C(server) or C(agent)); the flags belong in k3s's config file (module gitops.k3s_flux.k3s_config), which the script leaves alone.",
+	},
+	Spec: ansible.Spec{
+		Options: []ansible.Option{
+			{Name: "role", Required: true, Choices: []any{"server", "agent"},
+				Description: []string{"Whether this node runs C(k3s server) (unit C(k3s)) or C(k3s agent) (unit C(k3s-agent))."}},
+			{Name: "version", Required: true, Format: formatK3sVersion,
+				Description: []string{"The k3s release to have, exactly, such as C(v1.36.2+k3s1)."}},
+			{Name: "install_source", Default: "script", Choices: []any{"script", "airgap"},
+				Description: []string{"C(script): download C(install_script_url) and run it, which downloads k3s. C(airgap): install the C(airgap_*) files."}},
+			{Name: "install_script_url", Default: "https://get.k3s.io",
+				Description: []string{"The k3s install script (get.k3s.io or a mirror of it)."}},
+			{Name: "install_script_sha256", Format: formatSHA256,
+				Description: []string{"sha256 of the install script; when set, a script with another sum is refused before it runs."}},
+			{Name: "airgap_binary", Type: ansible.TypePath,
+				Description: []string{"The k3s binary for the node's CPU, a path on the controller (on the node with C(remote_src)). Installed as C(/usr/local/bin/k3s)."}},
+			{Name: "airgap_binary_sha256", Format: formatSHA256,
+				Description: []string{"sha256 of C(airgap_binary), checked on the node before use."}},
+			{Name: "airgap_script", Type: ansible.TypePath,
+				Description: []string{"The k3s install script, a path on the controller (on the node with C(remote_src)), run with C(INSTALL_K3S_SKIP_DOWNLOAD=true)."}},
+			{Name: "airgap_script_sha256", Format: formatSHA256,
+				Description: []string{"sha256 of C(airgap_script), checked on the node before use."}},
+			{Name: "airgap_images", Type: ansible.TypePath,
+				Description: []string{"Optional image archive (C(k3s-airgap-images-<arch>.tar.zst)), copied to C(<data_dir>/agent/images/)."}},
+			{Name: "airgap_images_sha256", Format: formatSHA256,
+				Description: []string{"sha256 of C(airgap_images), checked on the node before use."}},
+			{Name: "remote_src", Type: ansible.TypeBool, Default: false,
+				Description: []string{"The C(airgap_*) paths are on the node already. When false, the action plugin copies them from the controller into the task's temporary directory, only when an install is needed."}},
+			{Name: "restart", Type: ansible.TypeBool, Default: false,
+				Description: []string{"Restart the unit, because its config changed (k3s_config's C(restart_needed)). Not done when an install just started it."}},
+			{Name: "api_port", Type: ansible.TypeInt, Default: 6443, Positive: true,
+				Description: []string{"The port the server's API listens on (k3s C(https-listen-port))."}},
+			{Name: "wait", Type: ansible.TypeBool, Default: true,
+				Description: []string{"On servers, wait until C(/readyz) answers C(ok) on this node."}},
+			{Name: "wait_timeout", Type: ansible.TypeInt, Default: 300, Positive: true,
+				Description: []string{"Seconds to wait for C(/readyz)."}},
+			{Name: "data_dir", Type: ansible.TypePath, Default: k3snode.DefaultPaths.DataDir,
+				Description: []string{"k3s's data directory (k3s C(data-dir)); the airgap images go under it."}},
+			{Name: "kubeconfig_path", Type: ansible.TypePath, Default: k3snode.DefaultPaths.Kubeconfig,
+				Description: []string{"The admin kubeconfig a server writes (k3s C(write-kubeconfig)), whose credentials C(/readyz) is asked with."}},
+		},
+		RequiredIf: []ansible.RequiredIf{
+			{Key: "install_source", Value: "airgap", Requirements: []string{"airgap_binary", "airgap_binary_sha256", "airgap_script", "airgap_script_sha256"}},
+		},
+		RequiredTogether: [][]string{{"airgap_images", "airgap_images_sha256"}},
+	},
+	Examples: `
+- name: Install k3s on a server, restarting it when its config changed
+  gitops.k3s_flux.k3s_node:
+    role: server
+    version: v1.36.2+k3s1
+    restart: "{{ k3s_config.restart_needed }}"
+  become: true
+
+- name: Install an agent from airgap files kept on the controller
+  gitops.k3s_flux.k3s_node:
+    role: agent
+    version: v1.36.2+k3s1
+    install_source: airgap
+    airgap_binary: files/k3s-arm64
+    airgap_binary_sha256: "{{ k3s_arm64_sha256 }}"
+    airgap_script: files/install.sh
+    airgap_script_sha256: "{{ k3s_script_sha256 }}"
+  become: true
+`,
+	Returns: []ansible.Return{
+		{Name: "version", Description: []string{"The k3s version installed after the task (in check mode: that a real run would leave)."}, Returned: "always", Type: "str", Sample: "v1.36.2+k3s1"},
+		{Name: "previous_version", Description: []string{"The k3s version found before the task; empty when there was none."}, Returned: "always", Type: "str", Sample: "v1.35.4+k3s1"},
+		{Name: "service", Description: []string{"The node's unit."}, Returned: "always", Type: "str", Sample: "k3s"},
+		{Name: "actions", Description: []string{"What the task did (in check mode: would do), in order."}, Returned: "always", Type: "list", Sample: []any{"install k3s v1.36.2+k3s1 with the install script https://get.k3s.io"}},
+		{Name: "restart_done", Description: []string{"Whether the unit was (re)started or installed, so k3s runs with its current config."}, Returned: "always", Type: "bool", Sample: true},
+		{Name: "ready", Description: []string{"On servers: whether C(/readyz) answered C(ok)."}, Returned: "when role is server and wait is true", Type: "bool", Sample: true},
+		{Name: "airgap_transfer_needed", Description: []string{"Set when an airgap install is needed and the files are still on the controller; the action plugin then copies them and runs the module again."}, Returned: "when remote_src is false and an airgap install is needed", Type: "bool", Sample: true},
+	},
+}
+
+const (
+	formatK3sVersion ansible.Format = "a k3s release such as v1.36.2+k3s1"
+	formatSHA256     ansible.Format = "64 hexadecimal digits (a sha256)"
+)
+
+func init() {
+	ansible.RegisterFormat(formatK3sVersion, isK3sVersion)
+	ansible.RegisterFormat(formatSHA256, isSHA256)
+}
+
+// isK3sVersion accepts v<major>.<minor>.<patch>[-rc<n>]+k3s<n>.
+func isK3sVersion(s string) bool {
+	core, build, ok := strings.Cut(s, "+k3s")
+	if !ok || !strings.HasPrefix(core, "v") || !allDigits(build) {
+		return false
+	}
+	core, rc, hasRC := strings.Cut(core[1:], "-rc")
+	if hasRC && !allDigits(rc) {
+		return false
+	}
+	parts := strings.Split(core, ".")
+	if len(parts) != 3 {
+		return false
+	}
+	for _, p := range parts {
+		if !allDigits(p) {
+			return false
+		}
+	}
+	return true
+}
+
+func isSHA256(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for _, c := range strings.ToLower(s) {
+		if !strings.ContainsRune("0123456789abcdef", c) {
+			return false
+		}
+	}
+	return true
+}
+
+func allDigits(s string) bool {
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+type args struct {
+	Role             string `json:"role"`
+	Version          string `json:"version"`
+	InstallSource    string `json:"install_source"`
+	InstallScriptURL string `json:"install_script_url"`
+	InstallScriptSHA string `json:"install_script_sha256"`
+	AirgapBinary     string `json:"airgap_binary"`
+	AirgapBinarySHA  string `json:"airgap_binary_sha256"`
+	AirgapScript     string `json:"airgap_script"`
+	AirgapScriptSHA  string `json:"airgap_script_sha256"`
+	AirgapImages     string `json:"airgap_images"`
+	AirgapImagesSHA  string `json:"airgap_images_sha256"`
+	RemoteSrc        bool   `json:"remote_src"`
+	Restart          bool   `json:"restart"`
+	APIPort          int    `json:"api_port"`
+	Wait             bool   `json:"wait"`
+	WaitTimeout      int    `json:"wait_timeout"`
+	DataDir          string `json:"data_dir"`
+	KubeconfigPath   string `json:"kubeconfig_path"`
+}
+
+// state is what the node has now.
+type state struct {
+	Version string // "" when k3s is missing
+	Unit    k3snode.UnitState
+	Other   k3snode.UnitState // the unit of the other role
+}
+
+// plan is what the task will do, decided from the state alone.
+type plan struct {
+	Service, Other string
+	StopOther      bool
+	Install        bool
+	Enable, Start  bool
+	Restart        bool
+}
+
+func (p plan) changed() bool {
+	return p.StopOther || p.Install || p.Enable || p.Start || p.Restart
+}
+
+func decide(a args, s state) plan {
+	p := plan{Service: k3snode.Units[a.Role], Other: k3snode.Units[otherRole(a.Role)]}
+	p.StopOther = s.Other.Loaded && (s.Other.Active || s.Other.Enabled)
+	p.Install = s.Version != a.Version || !s.Unit.Loaded
+	if !p.Install {
+		p.Enable = !s.Unit.Enabled
+		p.Start = !s.Unit.Active
+		p.Restart = a.Restart && s.Unit.Active
+	}
+	return p
+}
+
+func (p plan) actions(a args) []string {
+	var out []string
+	if p.StopOther {
+		out = append(out, "stop and disable "+p.Other)
+	}
+	if p.Install {
+		how := "the install script " + a.InstallScriptURL
+		if a.InstallSource == "airgap" {
+			how = "the airgap files"
+		}
+		out = append(out, fmt.Sprintf("install k3s %s as %s with %s", a.Version, p.Service, how))
+	}
+	if p.Enable {
+		out = append(out, "enable "+p.Service)
+	}
+	if p.Start {
+		out = append(out, "start "+p.Service)
+	}
+	if p.Restart {
+		out = append(out, "restart "+p.Service+" for its new config")
+	}
+	return out
+}
+
+// describe is the diff's text of a node's k3s.
+func describe(version, service string, unit k3snode.UnitState) string {
+	if version == "" {
+		version = "none"
+	}
+	return fmt.Sprintf("k3s: %s\n%s: %s\n", version, service, unit)
+}
+
+func otherRole(role string) string {
+	if role == "server" {
+		return "agent"
+	}
+	return "server"
+}
+
+func run(ctx context.Context, req *ansible.Request, sys k3snode.System, where k3snode.Paths) (*ansible.Result, error) {
+	var a args
+	if err := req.Decode(&a); err != nil {
+		return nil, err
+	}
+	where.DataDir, where.Kubeconfig = a.DataDir, a.KubeconfigPath
+	if err := checkAirgapArgs(a); err != nil {
+		return nil, err
+	}
+	n := node{sys: sys, where: where}
+	s, err := n.read(ctx, a.Role)
+	if err != nil {
+		return nil, err
+	}
+	p := decide(a, s)
+	res := &ansible.Result{Changed: p.changed()}
+	res.Set("previous_version", s.Version)
+	res.Set("version", s.Version)
+	res.Set("service", p.Service)
+	res.Set("actions", nonNil(p.actions(a)))
+	res.Set("restart_done", false)
+	if p.Install {
+		res.Set("version", a.Version)
+	}
+	if p.changed() {
+		after := describe(a.Version, p.Service, k3snode.UnitState{Loaded: true, Enabled: true, Active: true})
+		if p.Restart {
+			after = strings.TrimSuffix(after, "\n") + " (restarted for its new config)\n"
+		}
+		res.Diff = []ansible.Diff{{
+			Before: describe(s.Version, p.Service, s.Unit), After: after,
+			BeforeHeader: "k3s on this node", AfterHeader: "k3s on this node",
+		}}
+	}
+	if req.CheckMode {
+		return res, nil
+	}
+	if p.Install && a.InstallSource == "airgap" && !a.RemoteSrc {
+		res.Changed = false
+		res.Set("airgap_transfer_needed", true)
+		return res, errors.New("k3s must be installed from airgap files that are still on the controller: run this module as a task (its action plugin copies them to the node), or set remote_src with paths on the node")
+	}
+	if err := n.carryOut(ctx, req, a, p); err != nil {
+		return res, err
+	}
+	res.Set("restart_done", p.Install || p.Start || p.Restart)
+	if a.Role != "server" || !a.Wait {
+		return res, nil
+	}
+	err = n.waitReady(ctx, req, a)
+	res.Set("ready", err == nil)
+	return res, err
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// checkAirgapArgs refuses airgap options that cannot be used together with
+// the install source.
+func checkAirgapArgs(a args) error {
+	if a.InstallSource == "airgap" {
+		return nil
+	}
+	for name, v := range map[string]string{"airgap_binary": a.AirgapBinary, "airgap_script": a.AirgapScript, "airgap_images": a.AirgapImages} {
+		if v != "" {
+			return fmt.Errorf("%s is set but install_source is %s: set install_source=airgap to install from airgap files", name, a.InstallSource)
+		}
+	}
+	return nil
+}
+
+// node carries out the plan on the machine.
+type node struct {
+	sys   k3snode.System
+	where k3snode.Paths
+}
+
+// read finds the installed version and the state of both units.
+func (n node) read(ctx context.Context, role string) (s state, err error) {
+	s.Version = k3snode.Version(ctx, n.sys, n.where)
+	if s.Unit, err = k3snode.Unit(ctx, n.sys, k3snode.Units[role]); err != nil {
+		return s, err
+	}
+	s.Other, err = k3snode.Unit(ctx, n.sys, k3snode.Units[otherRole(role)])
+	return s, err
+}
+
+func (n node) systemctl(ctx context.Context, verb, unit string) error {
+	if out, err := n.sys.Run(ctx, nil, "systemctl", verb, unit+".service"); err != nil {
+		return fmt.Errorf("systemctl %s %s: %w: %s", verb, unit, err, k3snode.LastLines(out, 5))
+	}
+	return nil
+}
+
+func (n node) carryOut(ctx context.Context, req *ansible.Request, a args, p plan) error {
+	if p.StopOther {
+		if err := n.systemctl(ctx, "stop", p.Other); err != nil {
+			return err
+		}
+		if err := n.systemctl(ctx, "disable", p.Other); err != nil {
+			return err
+		}
+	}
+	if p.Install {
+		return n.install(ctx, req, a)
+	}
+	if p.Enable {
+		if err := n.systemctl(ctx, "enable", p.Service); err != nil {
+			return err
+		}
+	}
+	if p.Start {
+		return n.systemctl(ctx, "start", p.Service)
+	}
+	if p.Restart {
+		return n.systemctl(ctx, "restart", p.Service)
+	}
+	return nil
+}
+
+// waitReady polls /readyz until it answers ok or wait_timeout passes.
+func (n node) waitReady(ctx context.Context, req *ansible.Request, a args) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(a.WaitTimeout)*time.Second)
+	defer cancel()
+	for {
+		err := n.sys.Readyz(ctx, n.where.Kubeconfig, a.APIPort)
+		if err == nil {
+			return nil
+		}
+		req.Progress("waiting for /readyz on 127.0.0.1:%d: %v", a.APIPort, err)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the k3s API on this node did not answer /readyz with ok within %ds: last: %w", a.WaitTimeout, err)
+		case <-time.After(time.Second):
+		}
+	}
+}

@@ -1,0 +1,376 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible"
+	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible/ansibletest"
+	"github.com/gitops-k3s-flux/k3s_flux/internal/k3snode"
+)
+
+const (
+	testVersion = "v1.36.2+k3s1"
+	testToken   = "K10cafe::server:node-token-secret-4242"
+	testScript  = "#!/bin/sh\necho installing\n"
+)
+
+// fakeNode stands in for a node's k3s, systemd and network: the install
+// script installs testVersion's unit for the INSTALL_K3S_EXEC role.
+type fakeNode struct {
+	version    string
+	units      map[string]*k3snode.UnitState
+	commands   []string
+	readyAfter int // /readyz calls that fail first
+	readyCalls int
+	installErr error
+	script     []byte
+}
+
+func newFakeNode() *fakeNode {
+	return &fakeNode{units: map[string]*k3snode.UnitState{}, script: []byte(testScript)}
+}
+
+func (f *fakeNode) Run(_ context.Context, env []string, name string, args ...string) (string, error) {
+	line := strings.TrimSpace(name + " " + strings.Join(args, " "))
+	if filepath.Base(name) == "k3s" {
+		if f.version == "" {
+			return "", &os.PathError{Op: "fork/exec", Path: name, Err: os.ErrNotExist}
+		}
+		return fmt.Sprintf("k3s version %s (abc123)\ngo version go1.26\n", f.version), nil
+	}
+	f.commands = append(f.commands, line)
+	switch name {
+	case "systemctl":
+		unit := strings.TrimSuffix(args[len(args)-1], ".service")
+		u := f.units[unit]
+		if args[0] == "show" {
+			if u == nil {
+				return "LoadState=not-found\nActiveState=inactive\nUnitFileState=\n", nil
+			}
+			return fmt.Sprintf("LoadState=loaded\nActiveState=%s\nUnitFileState=%s\n", map[bool]string{true: "active", false: "inactive"}[u.Active], map[bool]string{true: "enabled", false: "disabled"}[u.Enabled]), nil
+		}
+		if u == nil {
+			return "Unit " + unit + ".service not found.", errors.New("exit status 5")
+		}
+		switch args[0] {
+		case "enable":
+			u.Enabled = true
+		case "disable":
+			u.Enabled = false
+		case "start", "restart":
+			u.Active = true
+		case "stop":
+			u.Active = false
+		}
+		return "", nil
+	case "sh":
+		if f.installErr != nil {
+			return "[ERROR] Download failed", f.installErr
+		}
+		vars := map[string]string{}
+		for _, e := range env {
+			k, v, _ := strings.Cut(e, "=")
+			vars[k] = v
+		}
+		unit := "k3s"
+		if vars["INSTALL_K3S_EXEC"] == "agent" {
+			unit = "k3s-agent"
+		}
+		f.version = vars["INSTALL_K3S_VERSION"]
+		f.units[unit] = &k3snode.UnitState{Loaded: true, Enabled: true, Active: true}
+		return "[INFO] done", nil
+	}
+	return "", fmt.Errorf("unexpected command %s", line)
+}
+
+func (f *fakeNode) Download(_ context.Context, url string) ([]byte, error) {
+	f.commands = append(f.commands, "download "+url)
+	return f.script, nil
+}
+
+func (f *fakeNode) Readyz(context.Context, string, int) error {
+	f.readyCalls++
+	if f.readyCalls <= f.readyAfter {
+		return errors.New("connection refused")
+	}
+	return nil
+}
+
+// changes are the commands that change the node (not the reads).
+func (f *fakeNode) changes() []string {
+	var out []string
+	for _, c := range f.commands {
+		if !strings.HasPrefix(c, "systemctl show") {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func testPaths(t *testing.T) k3snode.Paths {
+	dir := t.TempDir()
+	p := k3snode.Paths{BinDir: filepath.Join(dir, "bin"), DataDir: filepath.Join(dir, "data"), Kubeconfig: filepath.Join(dir, "k3s.yaml")}
+	require.NoError(t, os.MkdirAll(filepath.Join(p.DataDir, "server"), 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(p.DataDir, "server", "node-token"), []byte(testToken+"\n"), 0o600))
+	require.NoError(t, os.WriteFile(p.Kubeconfig, []byte("apiVersion: v1\n"), 0o600))
+	return p
+}
+
+func runOn(t *testing.T, f *fakeNode, where k3snode.Paths, args map[string]any) (map[string]any, int) {
+	t.Helper()
+	full := map[string]any{"version": testVersion, "data_dir": where.DataDir, "kubeconfig_path": where.Kubeconfig, "wait_timeout": 5}
+	for k, v := range args {
+		full[k] = v
+	}
+	res, code, raw := ansibletest.Run(t, module, func(ctx context.Context, req *ansible.Request) (*ansible.Result, error) {
+		return run(ctx, req, f, where)
+	}, full)
+	assert.NotContains(t, strings.ReplaceAll(raw, `"token":"`+testToken+`"`, ""), testToken, "the token only as the token value")
+	return res, code
+}
+
+func TestConverge(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		role        string
+		setup       func(f *fakeNode)
+		args        map[string]any
+		wantChanged bool
+		wantCmds    []string
+		wantActions []string
+	}{
+		{name: "bare server: install", role: "server",
+			wantChanged: true, wantCmds: []string{"download https://get.k3s.io", "sh "},
+			wantActions: []string{"install k3s v1.36.2+k3s1 as k3s with the install script https://get.k3s.io"}},
+		{name: "bare agent: install", role: "agent",
+			wantChanged: true, wantCmds: []string{"download https://get.k3s.io", "sh "},
+			wantActions: []string{"install k3s v1.36.2+k3s1 as k3s-agent with the install script https://get.k3s.io"}},
+		{name: "up to date: nothing", role: "server",
+			setup: func(f *fakeNode) {
+				f.version = testVersion
+				f.units["k3s"] = &k3snode.UnitState{Loaded: true, Enabled: true, Active: true}
+			},
+			wantCmds: nil, wantActions: []string{}},
+		{name: "a version that only starts the same: install", role: "server",
+			setup: func(f *fakeNode) {
+				f.version = testVersion + "0"
+				f.units["k3s"] = &k3snode.UnitState{Loaded: true, Enabled: true, Active: true}
+			},
+			wantChanged: true, wantCmds: []string{"download https://get.k3s.io", "sh "},
+			wantActions: []string{"install k3s v1.36.2+k3s1 as k3s with the install script https://get.k3s.io"}},
+		{name: "unit removed: install again", role: "agent",
+			setup:       func(f *fakeNode) { f.version = testVersion },
+			wantChanged: true, wantCmds: []string{"download https://get.k3s.io", "sh "},
+			wantActions: []string{"install k3s v1.36.2+k3s1 as k3s-agent with the install script https://get.k3s.io"}},
+		{name: "stopped and disabled: enable and start", role: "server",
+			setup:       func(f *fakeNode) { f.version = testVersion; f.units["k3s"] = &k3snode.UnitState{Loaded: true} },
+			wantChanged: true, wantCmds: []string{"systemctl enable k3s.service", "systemctl start k3s.service"},
+			wantActions: []string{"enable k3s", "start k3s"}},
+		{name: "config changed: restart", role: "agent", args: map[string]any{"restart": true},
+			setup: func(f *fakeNode) {
+				f.version = testVersion
+				f.units["k3s-agent"] = &k3snode.UnitState{Loaded: true, Enabled: true, Active: true}
+			},
+			wantChanged: true, wantCmds: []string{"systemctl restart k3s-agent.service"},
+			wantActions: []string{"restart k3s-agent for its new config"}},
+		{name: "config changed and stopped: start, not restart", role: "agent", args: map[string]any{"restart": true},
+			setup: func(f *fakeNode) {
+				f.version = testVersion
+				f.units["k3s-agent"] = &k3snode.UnitState{Loaded: true, Enabled: true}
+			},
+			wantChanged: true, wantCmds: []string{"systemctl start k3s-agent.service"},
+			wantActions: []string{"start k3s-agent"}},
+		{name: "config changed on a bare node: the install starts it", role: "server", args: map[string]any{"restart": true},
+			wantChanged: true, wantCmds: []string{"download https://get.k3s.io", "sh "},
+			wantActions: []string{"install k3s v1.36.2+k3s1 as k3s with the install script https://get.k3s.io"}},
+		{name: "moved from agent to server: the agent unit stops", role: "server",
+			setup: func(f *fakeNode) {
+				f.version = testVersion
+				f.units["k3s-agent"] = &k3snode.UnitState{Loaded: true, Enabled: true, Active: true}
+			},
+			wantChanged: true, wantCmds: []string{"systemctl stop k3s-agent.service", "systemctl disable k3s-agent.service", "download https://get.k3s.io", "sh "},
+			wantActions: []string{"stop and disable k3s-agent", "install k3s v1.36.2+k3s1 as k3s with the install script https://get.k3s.io"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			where := testPaths(t)
+			args := map[string]any{"role": tc.role}
+			for k, v := range tc.args {
+				args[k] = v
+			}
+
+			check := newFakeNode()
+			if tc.setup != nil {
+				tc.setup(check)
+			}
+			res, code := runOn(t, check, where, with(args, "_ansible_check_mode", true, "_ansible_diff", true))
+			require.Equal(t, 0, code, res["msg"])
+			assert.Equal(t, tc.wantChanged, res["changed"], "check mode")
+			assert.Empty(t, check.changes(), "check mode changes nothing")
+			assert.Equal(t, toAny(tc.wantActions), res["actions"])
+			if tc.wantChanged {
+				diff := res["diff"].(map[string]any)
+				assert.Contains(t, diff["after"], "k3s: "+testVersion)
+				assert.NotEqual(t, diff["before"], diff["after"], "a change shows in the diff")
+			}
+
+			f := newFakeNode()
+			if tc.setup != nil {
+				tc.setup(f)
+			}
+			res, code = runOn(t, f, where, args)
+			require.Equal(t, 0, code, res["msg"])
+			assert.Equal(t, tc.wantChanged, res["changed"])
+			assert.Equal(t, toAny(tc.wantActions), res["actions"])
+			require.Len(t, f.changes(), len(tc.wantCmds), "%q", f.changes())
+			for i, want := range tc.wantCmds {
+				assert.True(t, strings.HasPrefix(f.changes()[i], want), "%q does not start with %q", f.changes()[i], want)
+			}
+			assert.Equal(t, testVersion, res["version"])
+			if tc.role == "server" {
+				assert.Equal(t, true, res["ready"])
+			}
+
+			f.commands = nil
+			res, code = runOn(t, f, where, with(args, "restart", false))
+			require.Equal(t, 0, code, res["msg"])
+			assert.Equal(t, false, res["changed"], "a second run changes nothing")
+			assert.Empty(t, f.changes())
+		})
+	}
+}
+
+// with is args with some keys set (a copy).
+func with(args map[string]any, kv ...any) map[string]any { return ansibletest.With(args, kv...) }
+
+func toAny(s []string) []any {
+	out := []any{}
+	for _, v := range s {
+		out = append(out, v)
+	}
+	return out
+}
+
+func TestWaitsForReadyz(t *testing.T) {
+	where := testPaths(t)
+	f := newFakeNode()
+	f.readyAfter = 2
+	res, code := runOn(t, f, where, map[string]any{"role": "server"})
+	require.Equal(t, 0, code, res["msg"])
+	assert.Equal(t, 3, f.readyCalls)
+	assert.Equal(t, true, res["ready"])
+
+	f = newFakeNode()
+	f.readyAfter = 1000
+	res, code = runOn(t, f, where, map[string]any{"role": "server", "wait_timeout": 1})
+	assert.Equal(t, 1, code)
+	assert.Equal(t, "the k3s API on this node did not answer /readyz with ok within 1s: last: connection refused", res["msg"])
+	assert.Equal(t, false, res["ready"])
+
+	f = newFakeNode()
+	f.readyAfter = 1000
+	res, code = runOn(t, f, where, map[string]any{"role": "agent"})
+	require.Equal(t, 0, code, res["msg"])
+	assert.Zero(t, f.readyCalls, "agents serve no API")
+}
+
+func TestInstallScriptChecksum(t *testing.T) {
+	where := testPaths(t)
+	f := newFakeNode()
+	res, code := runOn(t, f, where, map[string]any{"role": "server", "install_script_sha256": strings.Repeat("0", 64)})
+	assert.Equal(t, 1, code)
+	assert.Equal(t, "install script https://get.k3s.io: sha256 "+sha256Hex([]byte(testScript))+", expected "+strings.Repeat("0", 64)+" (install_script_sha256); not run", res["msg"])
+	assert.Equal(t, []string{"download https://get.k3s.io"}, f.changes())
+
+	res, code = runOn(t, f, where, map[string]any{"role": "server", "install_script_sha256": strings.ToUpper(sha256Hex([]byte(testScript)))})
+	require.Equal(t, 0, code, res["msg"])
+
+	f = newFakeNode()
+	f.installErr = errors.New("exit status 1")
+	res, code = runOn(t, f, where, map[string]any{"role": "agent"})
+	assert.Equal(t, 1, code)
+	assert.Regexp(t, `^install k3s v1\.36\.2\+k3s1 \(.*k3s-install-.*\.sh\): exit status 1: \[ERROR\] Download failed$`, res["msg"])
+}
+
+func TestAirgap(t *testing.T) {
+	where := testPaths(t)
+	src := t.TempDir()
+	files := map[string][]byte{"k3s": []byte("k3s binary"), "install.sh": []byte(testScript), "k3s-airgap-images-amd64.tar.zst": []byte("images")}
+	for name, content := range files {
+		require.NoError(t, os.WriteFile(filepath.Join(src, name), content, 0o600))
+	}
+	args := map[string]any{
+		"role": "server", "install_source": "airgap",
+		"airgap_binary": filepath.Join(src, "k3s"), "airgap_binary_sha256": sha256Hex(files["k3s"]),
+		"airgap_script": filepath.Join(src, "install.sh"), "airgap_script_sha256": sha256Hex(files["install.sh"]),
+		"airgap_images": filepath.Join(src, "k3s-airgap-images-amd64.tar.zst"), "airgap_images_sha256": sha256Hex(files["k3s-airgap-images-amd64.tar.zst"]),
+	}
+
+	t.Run("files still on the controller: asks for them", func(t *testing.T) {
+		f := newFakeNode()
+		res, code := runOn(t, f, where, args)
+		assert.Equal(t, 1, code)
+		assert.Equal(t, true, res["airgap_transfer_needed"])
+		assert.Empty(t, f.changes())
+	})
+	t.Run("check mode needs no files", func(t *testing.T) {
+		f := newFakeNode()
+		res, code := runOn(t, f, where, with(args, "_ansible_check_mode", true))
+		require.Equal(t, 0, code, res["msg"])
+		assert.Equal(t, true, res["changed"])
+		assert.NotContains(t, res, "airgap_transfer_needed")
+	})
+	t.Run("a file that does not match its sha256 installs nothing", func(t *testing.T) {
+		f := newFakeNode()
+		res, code := runOn(t, f, where, with(args, "remote_src", true, "airgap_images_sha256", strings.Repeat("a", 64)))
+		assert.Equal(t, 1, code)
+		assert.Contains(t, res["msg"], "airgap_images "+filepath.Join(src, "k3s-airgap-images-amd64.tar.zst")+" on the node: sha256 "+sha256Hex(files["k3s-airgap-images-amd64.tar.zst"])+", expected aaaa")
+		assert.NoFileExists(t, filepath.Join(where.BinDir, "k3s"))
+		assert.Empty(t, f.changes())
+	})
+	t.Run("on the node: placed and installed", func(t *testing.T) {
+		f := newFakeNode()
+		res, code := runOn(t, f, where, with(args, "remote_src", true))
+		require.Equal(t, 0, code, res["msg"])
+		assert.Equal(t, []any{"install k3s v1.36.2+k3s1 as k3s with the airgap files"}, res["actions"])
+		assert.Equal(t, []string{"sh " + filepath.Join(where.BinDir, "k3s-install.sh")}, f.changes())
+		for dest, content := range map[string][]byte{
+			filepath.Join(where.BinDir, "k3s"):                                                 files["k3s"],
+			filepath.Join(where.BinDir, "k3s-install.sh"):                                      files["install.sh"],
+			filepath.Join(where.DataDir, "agent", "images", "k3s-airgap-images-amd64.tar.zst"): files["k3s-airgap-images-amd64.tar.zst"],
+		} {
+			got, err := os.ReadFile(dest)
+			require.NoError(t, err)
+			assert.Equal(t, content, got)
+		}
+		info, err := os.Stat(filepath.Join(where.BinDir, "k3s"))
+		require.NoError(t, err)
+		assert.Equal(t, os.FileMode(0o755), info.Mode().Perm())
+	})
+	t.Run("airgap files with the script source are refused", func(t *testing.T) {
+		res, code := runOn(t, newFakeNode(), where, with(args, "install_source", "script"))
+		assert.Equal(t, 1, code)
+		assert.Contains(t, res["msg"], "is set but install_source is script")
+	})
+}
+
+func TestVersionFormat(t *testing.T) {
+	for v, ok := range map[string]bool{
+		"v1.36.2+k3s1": true, "v1.36.2-rc1+k3s2": true, "v1.36.2+k3s10": true,
+		"1.36.2+k3s1": false, "v1.36+k3s1": false, "v1.36.2": false, "v1.36.2+k3s": false, "v1.36.x+k3s1": false, "latest": false,
+	} {
+		assert.Equal(t, ok, isK3sVersion(v), v)
+	}
+}
+
+func TestSidecarDocs(t *testing.T) {
+	ansibletest.CheckSidecar(t, module)
+}

@@ -1,0 +1,143 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible"
+	"github.com/gitops-k3s-flux/k3s_flux/internal/k3snode"
+)
+
+// install runs the install script (downloaded, or the airgap one after the
+// airgap files are in place), which writes the unit, enables and starts it.
+func (n node) install(ctx context.Context, req *ansible.Request, a args) error {
+	env := []string{"INSTALL_K3S_VERSION=" + a.Version, "INSTALL_K3S_EXEC=" + a.Role}
+	var script string
+	if a.InstallSource == "airgap" {
+		if err := n.placeAirgapFiles(a); err != nil {
+			return err
+		}
+		script = filepath.Join(n.where.BinDir, "k3s-install.sh")
+		env = append(env, "INSTALL_K3S_SKIP_DOWNLOAD=true")
+	} else {
+		body, err := n.sys.Download(ctx, a.InstallScriptURL)
+		if err != nil {
+			return fmt.Errorf("download the install script: %w", err)
+		}
+		if a.InstallScriptSHA != "" {
+			if got := sha256Hex(body); !strings.EqualFold(got, a.InstallScriptSHA) {
+				return fmt.Errorf("install script %s: sha256 %s, expected %s (install_script_sha256); not run", a.InstallScriptURL, got, a.InstallScriptSHA)
+			}
+		}
+		f, err := os.CreateTemp(req.TmpDir, "k3s-install-*.sh")
+		if err != nil {
+			return fmt.Errorf("write the install script: %w", err)
+		}
+		script = f.Name()
+		defer os.Remove(script)
+		_, err = f.Write(body)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("write the install script %s: %w", script, err)
+		}
+	}
+	req.Progress("installing k3s %s as %s", a.Version, a.Role)
+	if out, err := n.sys.Run(ctx, env, "sh", script); err != nil {
+		return fmt.Errorf("install k3s %s (%s): %w: %s", a.Version, script, err, k3snode.LastLines(out, 8))
+	}
+	return nil
+}
+
+// placeAirgapFiles checks each file against its sha256 on the node, then
+// puts it where the install script and k3s look for it.
+func (n node) placeAirgapFiles(a args) error {
+	type file struct{ option, src, sum, dest string }
+	files := []file{
+		{"airgap_binary", a.AirgapBinary, a.AirgapBinarySHA, filepath.Join(n.where.BinDir, "k3s")},
+		{"airgap_script", a.AirgapScript, a.AirgapScriptSHA, filepath.Join(n.where.BinDir, "k3s-install.sh")},
+	}
+	if a.AirgapImages != "" {
+		files = append(files, file{"airgap_images", a.AirgapImages, a.AirgapImagesSHA, filepath.Join(n.where.DataDir, "agent", "images", filepath.Base(a.AirgapImages))})
+	}
+	for _, f := range files {
+		got, err := fileSHA256(f.src)
+		if err != nil {
+			return fmt.Errorf("%s: %w", f.option, err)
+		}
+		if !strings.EqualFold(got, f.sum) {
+			return fmt.Errorf("%s %s on the node: sha256 %s, expected %s (%s_sha256); nothing installed", f.option, f.src, got, f.sum, f.option)
+		}
+	}
+	for _, f := range files {
+		mode := os.FileMode(0o755)
+		if f.option == "airgap_images" {
+			mode = 0o644
+		}
+		if err := copyAtomic(f.src, f.dest, mode); err != nil {
+			return fmt.Errorf("%s: %w", f.option, err)
+		}
+	}
+	return nil
+}
+
+func sha256Hex(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+func fileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("read %s: %w", path, err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("read %s: %w", path, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// copyAtomic copies src to dest through a temporary file beside dest, so
+// that dest is either the old file or the whole new one (a running k3s
+// keeps its old binary).
+func copyAtomic(src, dest string, mode os.FileMode) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", src, err)
+	}
+	defer in.Close()
+	if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", filepath.Dir(dest), err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(dest), "."+filepath.Base(dest)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", dest, err)
+	}
+	defer os.Remove(tmp.Name()) // gone after the rename; left by a failure
+	_, err = io.Copy(tmp, in)
+	if err == nil {
+		err = tmp.Chmod(mode)
+	}
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), dest)
+	}
+	if err != nil {
+		return fmt.Errorf("write %s: %w", dest, err)
+	}
+	return nil
+}

@@ -1,0 +1,13 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible/ansibletest"
+)
+
+// No no_log value reaches stdout, whatever shape the arguments take (the
+// echo body: this module's own reads the node).
+func FuzzNoLog(f *testing.F) {
+	ansibletest.FuzzNoLog(f, module, nil)
+}

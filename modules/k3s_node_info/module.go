@@ -1,0 +1,93 @@
+package main
+
+import (
+	"context"
+
+	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible"
+	"github.com/gitops-k3s-flux/k3s_flux/internal/k3snode"
+)
+
+var module = &ansible.Module{
+	Name:             "k3s_node_info",
+	ShortDescription: "Read k3s on a node: its version, its units, and on a server the node token and admin kubeconfig",
+	Description: []string{
+		"Reads the installed k3s version and the state of the C(k3s) and C(k3s-agent) units. Changes nothing.",
+		"On a server, returns the node token the other nodes join with, and the admin kubeconfig k3s wrote, when asked for; failing to read either fails the task, naming the file.",
+		"A Go binary: the node needs no Python.",
+	},
+	Author:    []string{"gitops.k3s_flux maintainers"},
+	CheckMode: "full",
+	DiffMode:  "none",
+	Notes: []string{
+		"C(token) and C(kubeconfig) are secrets: set C(no_log: true) on a task that asks for them. Both files are readable by root only: use C(become).",
+	},
+	Spec: ansible.Spec{
+		Options: []ansible.Option{
+			{Name: "return_token", Type: ansible.TypeBool, Default: false,
+				Description: []string{"Return the node token, C(<data_dir>/server/node-token)."}},
+			{Name: "return_kubeconfig", Type: ansible.TypeBool, Default: false,
+				Description: []string{"Return the content of C(kubeconfig_path)."}},
+			{Name: "data_dir", Type: ansible.TypePath, Default: k3snode.DefaultPaths.DataDir,
+				Description: []string{"k3s's data directory (k3s C(data-dir))."}},
+			{Name: "kubeconfig_path", Type: ansible.TypePath, Default: k3snode.DefaultPaths.Kubeconfig,
+				Description: []string{"The admin kubeconfig a server writes (k3s C(write-kubeconfig))."}},
+		},
+	},
+	Examples: `
+- name: Read the first server's token and kubeconfig
+  gitops.k3s_flux.k3s_node_info:
+    return_token: true
+    return_kubeconfig: true
+  become: true
+  register: k3s_first
+  no_log: true
+`,
+	Returns: []ansible.Return{
+		{Name: "version", Description: []string{"The installed k3s version; empty when there is none."}, Returned: "always", Type: "str", Sample: "v1.36.2+k3s1"},
+		{Name: "units", Description: []string{"The state of each k3s unit."}, Returned: "always", Type: "dict",
+			Sample: map[string]any{"k3s": map[string]any{"loaded": true, "enabled": true, "active": true}, "k3s-agent": map[string]any{"loaded": false, "enabled": false, "active": false}}},
+		{Name: "token", Description: []string{"The node token. A secret."}, Returned: "when return_token is true", Type: "str", Sample: "K10<sha256>::server:<secret>"},
+		{Name: "kubeconfig", Description: []string{"The admin kubeconfig's content. A secret."}, Returned: "when return_kubeconfig is true", Type: "str", Sample: "apiVersion: v1\nclusters: ..."},
+	},
+}
+
+type args struct {
+	ReturnToken      bool   `json:"return_token"`
+	ReturnKubeconfig bool   `json:"return_kubeconfig"`
+	DataDir          string `json:"data_dir"`
+	KubeconfigPath   string `json:"kubeconfig_path"`
+}
+
+func run(ctx context.Context, req *ansible.Request, sys k3snode.System, where k3snode.Paths) (*ansible.Result, error) {
+	var a args
+	if err := req.Decode(&a); err != nil {
+		return nil, err
+	}
+	where.DataDir, where.Kubeconfig = a.DataDir, a.KubeconfigPath
+	res := &ansible.Result{}
+	res.Set("version", k3snode.Version(ctx, sys, where))
+	units := map[string]any{}
+	for _, name := range k3snode.Units {
+		u, err := k3snode.Unit(ctx, sys, name)
+		if err != nil {
+			return res, err
+		}
+		units[name] = u
+	}
+	res.Set("units", units)
+	if a.ReturnToken {
+		token, err := k3snode.Token(where)
+		if err != nil {
+			return res, err
+		}
+		res.Set("token", token)
+	}
+	if a.ReturnKubeconfig {
+		kubeconfig, err := k3snode.Kubeconfig(where)
+		if err != nil {
+			return res, err
+		}
+		res.Set("kubeconfig", kubeconfig)
+	}
+	return res, nil
+}
