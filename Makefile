@@ -15,14 +15,15 @@ TARBALL := dist/gitops-k3s_flux-$(VERSION).tar.gz
 GO_BUILD := CGO_ENABLED=0 GOOS=linux go build -trimpath -ldflags "-s -w"
 # Debian packages the tests need: Ansible itself, sshd for the test hosts,
 # ip/nsenter/unshare to make them, git for the collection build, strace to kill a module mid-write,
-# python3-venv for make lint's venv, sudo for the test hosts' become.
-APT_PACKAGES := ansible-core openssh-server openssh-client iproute2 util-linux git curl strace python3-venv sudo
+# python3-venv for make lint's venv, sudo for the test hosts' become, qemu-user-static and
+# debootstrap for the arm64 test host.
+APT_PACKAGES := ansible-core openssh-server openssh-client iproute2 util-linux git curl strace python3-venv sudo qemu-user-static debootstrap
 # The benchmarks' Python baseline: Debian's ansible (with kubernetes.core) and the Kubernetes
 # client; GNU time for peak RSS.
 BENCH_APT_PACKAGES := ansible python3-kubernetes time
 ROUNDS ?= 3
 
-.PHONY: help build docs fuzz lint test test-unit test-integration test-e2e test-molecule testbed-bin collection deps bench demo demo-collection demo-down clean
+.PHONY: help build docs fuzz lint test test-unit test-integration test-e2e test-molecule testbed-bin testbed-rootfs collection deps bench demo demo-collection demo-down clean
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9-]+:.*## / {printf "  %-17s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -43,7 +44,7 @@ FORCE:
 docs: ## Regenerate the sidecar docs (plugins/modules/*.yml) and golden files
 	go test ./modules/... -run 'TestSidecarDocs|Golden' -update
 
-test: deps lint testbed-bin test-unit test-integration test-e2e test-molecule ## Everything CI runs: installs what it needs, lints, builds the test bed, all tests
+test: deps lint testbed-bin testbed-rootfs test-unit test-integration test-e2e test-molecule ## Everything CI runs: installs what it needs, lints, builds the test bed, all tests
 
 lint: deps build ## goimports, go vet and staticcheck (every build tag), yamllint, ansible-lint --profile production
 	tests/tools/lint.sh
@@ -63,7 +64,10 @@ test-integration: testbed-bin ## Integration tests against the test bed's real A
 testbed-bin: ## Build the test bed's binaries from the Go module proxy into ~/.cache/k3s_flux/bin (skips what is cached)
 	tests/tools/build.sh
 
-test-e2e: build ## End-to-end tests over SSH to test hosts (needs root): with Debian's ansible-core, then with ansible-core 2.19 from requirements.txt
+testbed-rootfs: ## Register qemu-user-static with binfmt_misc and build the arm64 test host's Debian root filesystem into ~/.cache/k3s_flux/rootfs (once)
+	tests/tools/rootfs.sh arm64 >/dev/null
+
+test-e2e: build testbed-rootfs ## End-to-end tests over SSH to test hosts (needs root): with Debian's ansible-core, then with ansible-core 2.19 from requirements.txt
 	E2E_ANSIBLE_CORE="$$(dpkg-query -W -f '$${Version}' ansible-core | cut -d- -f1)" \
 		go test -tags e2e -count=1 -timeout 20m -v ./tests/e2e/...
 	venv="$$(tests/tools/venv.sh)" && PATH="$$venv/bin:$$PATH" E2E_ANSIBLE_CORE="$$(sed -n 's/^ansible-core==//p' requirements.txt)" \

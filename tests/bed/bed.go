@@ -33,6 +33,9 @@ type Options struct {
 	Dir string
 	// Controllers and Workers are SSH test hosts; none by default.
 	Controllers, Workers int
+	// Hosts, when set, lists the hosts instead (to make one of another
+	// CPU).
+	Hosts []testhosts.HostSpec
 	// Flux starts the Flux Operator, source-controller,
 	// kustomize-controller and the git server.
 	Flux bool
@@ -71,7 +74,7 @@ func Up(ctx context.Context, opts Options) (b *Bed, err error) {
 	opts.defaults()
 	start := time.Now()
 	hosts, err := testhosts.Up(testhosts.Options{Name: opts.Name, Subnet: opts.Subnet, Dir: opts.Dir,
-		Controllers: opts.Controllers, Workers: opts.Workers, BridgeOnly: opts.Controllers+opts.Workers == 0, Python: opts.Python})
+		Hosts: opts.Hosts, Controllers: opts.Controllers, Workers: opts.Workers, BridgeOnly: opts.Controllers+opts.Workers+len(opts.Hosts) == 0, Python: opts.Python})
 	if err != nil {
 		return nil, err
 	}

@@ -84,8 +84,14 @@ var recapLine = regexp.MustCompile(`(?m)^(\S+)\s+:\s+((?:\w+=\d+\s*)+)$`)
 // play runs ansible-playbook and parses its PLAY RECAP.
 func (c collection) play(t *testing.T, args ...string) playResult {
 	t.Helper()
+	return c.playWith(t, nil, args...)
+}
+
+// playWith runs ansible-playbook with extra environment variables.
+func (c collection) playWith(t *testing.T, env []string, args ...string) playResult {
+	t.Helper()
 	cmd := exec.Command("ansible-playbook", args...)
-	cmd.Env = c.env(t)
+	cmd.Env = append(c.env(t), env...)
 	start := time.Now()
 	out, err := cmd.CombinedOutput()
 	return parseRecap(playResult{output: string(out), err: err, duration: time.Since(start), recap: map[string]map[string]int{}})

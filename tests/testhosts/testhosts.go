@@ -44,6 +44,12 @@ const (
 type HostSpec struct {
 	Name  string
 	Group string
+	// Arch makes a host of another CPU ("arm64", "armhf"): it runs chrooted
+	// in a minimal Debian root filesystem of that architecture
+	// (tests/tools/rootfs.sh), whose programs, sshd and sudo included, run
+	// under qemu-user-static, so `uname -m` there says aarch64. Empty: the
+	// machine's own.
+	Arch string
 }
 
 // Options configure a set of test hosts.
@@ -76,6 +82,9 @@ type Host struct {
 	NetNS string `json:"netns"`
 	PID   int    `json:"pid"` // sshd, which holds the host's namespaces
 	Root  string `json:"root"`
+	// Chroot is the root filesystem a host of another CPU runs in; empty
+	// for the others.
+	Chroot string `json:"chroot,omitempty"`
 }
 
 // Bed is a running set of test hosts.
@@ -169,7 +178,11 @@ func Up(opts Options) (bed *Bed, err error) {
 		h := &Host{Name: spec.Name, Group: spec.Group, Addr: fmt.Sprintf("%s.%d", opts.Subnet, 11+i),
 			NetNS: fmt.Sprintf("%s-%s", opts.Name, spec.Name), Root: filepath.Join(opts.Dir, "hosts", spec.Name)}
 		bed.Hosts = append(bed.Hosts, h)
-		if err := bed.startHost(h, i, opts.Python); err != nil {
+		start := bed.startHost
+		if spec.Arch != "" {
+			start = func(h *Host, index int, _ bool) error { return bed.startForeignHost(h, index, spec.Arch) }
+		}
+		if err := start(h, i, opts.Python); err != nil {
 			return bed, fmt.Errorf("start test host %s: %w", h.Name, err)
 		}
 		if err := bed.save(); err != nil {
@@ -196,20 +209,8 @@ func (b *Bed) startHost(h *Host, index int, python bool) error {
 			return fmt.Errorf("create %s: %w", d, err)
 		}
 	}
-	veth := fmt.Sprintf("%s-v%d", b.Name, index+1)
-	steps := [][]string{
-		{"ip", "netns", "add", h.NetNS},
-		{"ip", "link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", h.NetNS},
-		{"ip", "link", "set", veth, "master", b.Bridge, "up"},
-		{"ip", "-n", h.NetNS, "link", "set", "lo", "up"},
-		{"ip", "-n", h.NetNS, "addr", "add", h.Addr + "/24", "dev", "eth0"},
-		{"ip", "-n", h.NetNS, "link", "set", "eth0", "up"},
-		{"ip", "-n", h.NetNS, "route", "add", "default", "via", b.BridgeAddr},
-	}
-	for _, s := range steps {
-		if err := run(s[0], s[1:]...); err != nil {
-			return err
-		}
+	if err := b.plumb(h, index); err != nil {
+		return err
 	}
 	hostKey := filepath.Join(h.Root, "ssh", "ssh_host_ed25519_key")
 	if err := sshKeygen(hostKey); err != nil {
@@ -221,35 +222,11 @@ func (b *Bed) startHost(h *Host, index int, python bool) error {
 	}
 	// sshd reads authorized_keys as the user, so it lives in the user's
 	// home (the host's private /home).
-	sshDir := filepath.Join(h.Root, privateName("/home"), User, ".ssh")
-	if err := os.MkdirAll(sshDir, 0o700); err != nil {
+	if err := writeAuthorizedKeys(filepath.Join(h.Root, privateName("/home"), User), pub); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(sshDir, "authorized_keys"), pub, 0o600); err != nil {
-		return fmt.Errorf("write authorized_keys: %w", err)
-	}
-	for _, p := range []string{filepath.Dir(sshDir), sshDir, filepath.Join(sshDir, "authorized_keys")} {
-		if err := os.Chown(p, UserUID, UserUID); err != nil {
-			return fmt.Errorf("chown %s: %w", p, err)
-		}
-	}
 	config := filepath.Join(h.Root, "ssh", "sshd_config")
-	sshdConfig := strings.Join([]string{
-		"ListenAddress " + h.Addr + ":22",
-		"HostKey " + hostKey,
-		"PidFile none",
-		"AuthorizedKeysFile .ssh/authorized_keys",
-		"PermitRootLogin no",
-		"PubkeyAuthentication yes",
-		"PasswordAuthentication no",
-		"KbdInteractiveAuthentication no",
-		"UsePAM no",
-		"StrictModes no",
-		"Subsystem sftp internal-sftp",
-		"LogLevel ERROR",
-		"",
-	}, "\n")
-	if err := os.WriteFile(config, []byte(sshdConfig), 0o600); err != nil {
+	if err := os.WriteFile(config, []byte(sshdConfig(h.Addr, hostKey)), 0o600); err != nil {
 		return fmt.Errorf("write %s: %w", config, err)
 	}
 	if err := os.MkdirAll("/run/sshd", 0o755); err != nil { // sshd's privilege separation directory
@@ -277,12 +254,72 @@ func (b *Bed) startHost(h *Host, index int, python bool) error {
 	}
 	script.WriteString(hide)
 	fmt.Fprintf(&script, "hostname %s\nexec /usr/sbin/sshd -D -e -f %s\n", h.Name, config)
+	return h.start(script.String())
+}
+
+// plumb makes the host's network namespace, linked to the bridge.
+func (b *Bed) plumb(h *Host, index int) error {
+	veth := fmt.Sprintf("%s-v%d", b.Name, index+1)
+	steps := [][]string{
+		{"ip", "netns", "add", h.NetNS},
+		{"ip", "link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", h.NetNS},
+		{"ip", "link", "set", veth, "master", b.Bridge, "up"},
+		{"ip", "-n", h.NetNS, "link", "set", "lo", "up"},
+		{"ip", "-n", h.NetNS, "addr", "add", h.Addr + "/24", "dev", "eth0"},
+		{"ip", "-n", h.NetNS, "link", "set", "eth0", "up"},
+		{"ip", "-n", h.NetNS, "route", "add", "default", "via", b.BridgeAddr},
+	}
+	for _, s := range steps {
+		if err := run(s[0], s[1:]...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func sshdConfig(addr, hostKey string) string {
+	return strings.Join([]string{
+		"ListenAddress " + addr + ":22",
+		"HostKey " + hostKey,
+		"PidFile none",
+		"AuthorizedKeysFile .ssh/authorized_keys",
+		"PermitRootLogin no",
+		"PubkeyAuthentication yes",
+		"PasswordAuthentication no",
+		"KbdInteractiveAuthentication no",
+		"UsePAM no",
+		"StrictModes no",
+		"Subsystem sftp internal-sftp",
+		"LogLevel ERROR",
+		"",
+	}, "\n")
+}
+
+func writeAuthorizedKeys(home string, pub []byte) error {
+	sshDir := filepath.Join(home, ".ssh")
+	if err := os.MkdirAll(sshDir, 0o700); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(sshDir, "authorized_keys"), pub, 0o600); err != nil {
+		return fmt.Errorf("write authorized_keys: %w", err)
+	}
+	for _, p := range []string{home, sshDir, filepath.Join(sshDir, "authorized_keys")} {
+		if err := os.Chown(p, UserUID, UserUID); err != nil {
+			return fmt.Errorf("chown %s: %w", p, err)
+		}
+	}
+	return nil
+}
+
+// start runs script in new mount and UTS namespaces inside the host's
+// network namespace; its last command execs sshd, whose PID is recorded.
+func (h *Host) start(script string) error {
 	logFile, err := os.Create(filepath.Join(h.Root, "sshd.log"))
 	if err != nil {
 		return fmt.Errorf("create sshd log: %w", err)
 	}
 	defer logFile.Close()
-	cmd := exec.Command("ip", "netns", "exec", h.NetNS, "unshare", "--mount", "--uts", "--propagation", "private", "--", "sh", "-c", script.String())
+	cmd := exec.Command("ip", "netns", "exec", h.NetNS, "unshare", "--mount", "--uts", "--propagation", "private", "--", "sh", "-c", script)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // not killed with the caller's terminal
 	if err := cmd.Start(); err != nil {
@@ -419,9 +456,9 @@ func (b *Bed) Host(name string) *Host {
 }
 
 // Exec runs a shell command inside the host (its network, mount and UTS
-// namespaces) and returns its combined output.
+// namespaces, and its root directory) and returns its combined output.
 func (h *Host) Exec(command string) (string, error) {
-	out, err := exec.Command("nsenter", "-t", strconv.Itoa(h.PID), "-m", "-u", "-n", "--", "sh", "-c", command).CombinedOutput()
+	out, err := exec.Command("nsenter", "-t", strconv.Itoa(h.PID), "-m", "-u", "-n", "-r", "-w", "--", "sh", "-c", command).CombinedOutput()
 	if err != nil {
 		return string(out), fmt.Errorf("on %s: %s: %w: %s", h.Name, command, err, out)
 	}
@@ -430,7 +467,7 @@ func (h *Host) Exec(command string) (string, error) {
 
 // WriteFile writes a file inside the host (through its mount namespace).
 func (h *Host) WriteFile(path string, content []byte, mode os.FileMode) error {
-	cmd := exec.Command("nsenter", "-t", strconv.Itoa(h.PID), "-m", "--", "sh", "-c", `cat >"$0" && chmod "$1" "$0"`, path, strconv.FormatUint(uint64(mode.Perm()), 8))
+	cmd := exec.Command("nsenter", "-t", strconv.Itoa(h.PID), "-m", "-r", "-w", "--", "sh", "-c", `cat >"$0" && chmod "$1" "$0"`, path, strconv.FormatUint(uint64(mode.Perm()), 8))
 	cmd.Stdin = bytes.NewReader(content)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("write %s on %s: %w: %s", path, h.Name, err, out)
