@@ -4,12 +4,19 @@ SHELL := bash
 .DEFAULT_GOAL := help
 
 MODULES := $(notdir $(wildcard modules/*))
-BINARIES := $(addprefix plugins/modules/,$(MODULES))
-# The node modules also for the other CPUs of a homelab's nodes (plugins/modules/ holds
-# linux/amd64); their action plugins pick one by the host's `uname -sm`.
+# Node modules: a binary each, small (copied to the nodes on every task), for every CPU of a
+# homelab's nodes: plugins/modules/<name> (linux/amd64) and plugins/bin/<os>_<arch>/<name>.
 NODE_MODULES := k3s_config k3s_node k3s_node_info
 NODE_PLATFORMS := linux_arm64 linux_arm
+BINARIES := $(addprefix plugins/modules/,$(NODE_MODULES))
 NODE_BINARIES := $(foreach p,$(NODE_PLATFORMS),$(addprefix plugins/bin/$(p)/,$(NODE_MODULES)))
+# Controller-side modules: one binary serves them all (cmd/controller; they share client-go),
+# plugins/bin/<os>_<arch>/controller for every OS and CPU an Ansible controller runs on;
+# plugins/modules/<name> links to the linux/amd64 one. The action plugins pick by `uname -sm`.
+CONTROLLER_MODULES := $(filter-out $(NODE_MODULES),$(MODULES))
+CONTROLLER_PLATFORMS := linux_amd64 linux_arm64 darwin_amd64 darwin_arm64
+CONTROLLER_BINARIES := $(foreach p,$(CONTROLLER_PLATFORMS),plugins/bin/$(p)/controller)
+LINKS := $(addprefix plugins/modules/,$(CONTROLLER_MODULES))
 VERSION := $(shell sed -n 's/^version: //p' galaxy.yml)
 TARBALL := dist/gitops-k3s_flux-$(VERSION).tar.gz
 GO_BUILD := CGO_ENABLED=0 GOOS=linux go build -trimpath -ldflags "-s -w"
@@ -28,16 +35,20 @@ ROUNDS ?= 3
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9-]+:.*## / {printf "  %-17s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-build: $(BINARIES) $(NODE_BINARIES) ## Build the module binaries: plugins/modules/ (linux/amd64), plugins/bin/<os>_<arch>/ (node modules)
-	@ls -l $(BINARIES) $(NODE_BINARIES) | awk '{printf "  %-40s %6.2f MB\n", $$9, $$5/1048576}'
+build: $(BINARIES) $(NODE_BINARIES) $(CONTROLLER_BINARIES) ## Build the binaries: node modules for linux amd64/arm64/armv7, the controller binary for linux and darwin, amd64 and arm64
+	@for m in $(CONTROLLER_MODULES); do ln -sfn ../bin/linux_amd64/controller plugins/modules/$$m; done
+	@ls -lL $(BINARIES) $(NODE_BINARIES) $(CONTROLLER_BINARIES) | awk '{printf "  %-40s %6.2f MB\n", $$9, $$5/1048576}'
 
-plugins/modules/%: FORCE
+$(BINARIES): plugins/modules/%: FORCE
 	@$(GO_BUILD) -o $@ ./modules/$*
 
 # plugins/bin/linux_arm/k3s_node: GOOS=linux GOARCH=arm (GOARM=7, armv7 boards) ./modules/k3s_node
-plugins/bin/%: FORCE
+$(NODE_BINARIES): plugins/bin/%: FORCE
 	@platform="$(patsubst %/,%,$(dir $*))"; \
 	CGO_ENABLED=0 GOOS="$${platform%%_*}" GOARCH="$${platform#*_}" GOARM=7 go build -trimpath -ldflags "-s -w" -o $@ ./modules/$(notdir $*)
+
+$(CONTROLLER_BINARIES): plugins/bin/%/controller: FORCE
+	@CGO_ENABLED=0 GOOS="$(firstword $(subst _, ,$*))" GOARCH="$(lastword $(subst _, ,$*))" go build -trimpath -ldflags "-s -w" -o $@ ./cmd/controller
 
 FORCE:
 

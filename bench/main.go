@@ -28,6 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/gitops-k3s-flux/k3s_flux/tests/bed"
+	"github.com/gitops-k3s-flux/k3s_flux/tests/testhosts"
 )
 
 func main() {
@@ -134,6 +135,9 @@ func (r *runner) run(counts []int, results string) error {
 	}
 	scaleRows, err := r.benchScale(counts)
 	if err != nil {
+		return err
+	}
+	if err := r.benchCluster(); err != nil {
 		return err
 	}
 	sizes, err := r.sizes()
@@ -371,6 +375,66 @@ func (r *runner) benchK3sConfig() error {
 	return nil
 }
 
+// benchCluster measures role k8s_cluster's idempotent re-run against the
+// floor, raw: true over the same hosts in the same run: on 3 hosts (1
+// controller, 2 workers) and, with 7 hosts or more, on an HA layout of 3
+// controllers and 1 worker made of the last 4.
+func (r *runner) benchCluster() error {
+	fmt.Println("role k8s_cluster: idempotent re-run vs raw: true on the same hosts")
+	layouts := []struct {
+		name, hosts, inventory string
+	}{{"3 hosts", "node1:node2:node3", r.b.Hosts.Inventory}}
+	if hosts := r.b.Hosts.Hosts; len(hosts) >= 7 {
+		inventory, err := r.haInventory(hosts[len(hosts)-4:])
+		if err != nil {
+			return err
+		}
+		layouts = append(layouts, struct{ name, hosts, inventory string }{"HA 3+1", "k3s_cluster", inventory})
+	}
+	for i, l := range layouts {
+		saved := r.vars
+		r.vars = append([]string{"-i", l.inventory}, r.vars[2:]...) // r.vars starts with -i <bed inventory>
+		r.vars = append(r.vars, "-e", "bench_hosts="+l.hosts, "-e", fmt.Sprintf("k8s_cluster_kubeconfig_dest=%s/k8s-kubeconfig-%d", r.dir, i))
+		// The converge, not measured: k3s installed, every node Ready.
+		_, err := r.play("ours_k8s_cluster.yml")
+		rerun := row{name: "k8s_cluster re-run vs raw floor (" + l.name + ")", note: "ours: the role's idempotent re-run (changed=0); baseline column: raw true on the same hosts, the floor. Target: at most 2.5"}
+		if err == nil {
+			err = r.alternate(nil, side{"ours_k8s_cluster.yml", &rerun.ours}, side{"raw.yml", &rerun.baseline})
+		}
+		r.vars = saved
+		if err != nil {
+			return err
+		}
+		fmt.Printf("  %-7s re-run %6.2fs  raw %6.2fs\n", l.name, median(rerun.ours).Seconds(), median(rerun.baseline).Seconds())
+		r.rows = append(r.rows, rerun)
+	}
+	return nil
+}
+
+// haInventory writes an inventory of 3 controllers and 1 worker made of
+// hosts, with the bed inventory's connection settings.
+func (r *runner) haInventory(hosts []*testhosts.Host) (string, error) {
+	raw, err := os.ReadFile(r.b.Hosts.Inventory)
+	if err != nil {
+		return "", err
+	}
+	_, vars, ok := strings.Cut(string(raw), "[k3s_cluster:vars]\n")
+	if !ok {
+		return "", fmt.Errorf("%s has no [k3s_cluster:vars]", r.b.Hosts.Inventory)
+	}
+	var b strings.Builder
+	b.WriteString("[k3s_controllers]\n")
+	for i, h := range hosts {
+		if i == 3 {
+			b.WriteString("\n[k3s_workers]\n")
+		}
+		fmt.Fprintf(&b, "%s ansible_host=%s\n", h.Name, h.Addr)
+	}
+	b.WriteString("\n[k3s_cluster:children]\nk3s_controllers\nk3s_workers\n\n[k3s_cluster:vars]\n" + vars)
+	path := filepath.Join(r.dir, "ha-inventory.ini")
+	return path, os.WriteFile(path, []byte(b.String()), 0o600)
+}
+
 // scaleRow is the k3s_config play (fresh) over n hosts.
 type scaleRow struct {
 	hosts          int
@@ -507,9 +571,39 @@ func (r *runner) report(scale []scaleRow, sizes []size) string {
 		fmt.Fprintf(&b, "| %d | %.2fs | %.3fs | %.2fs | %.3fs | %.2f |\n", s.hosts, s.ours.Seconds(), s.ours.Seconds()/float64(s.hosts),
 			s.baseline.Seconds(), s.baseline.Seconds()/float64(s.hosts), float64(s.ours)/float64(s.baseline))
 	}
-	fmt.Fprintf(&b, "\nModule binaries (linux/amd64, stripped) and peak RSS of a no-op run:\n\n| module | size | peak RSS |\n|---|---:|---:|\n")
+	fmt.Fprintf(&b, "\nModule binaries (linux/amd64, stripped; the controller-side modules are one binary) and peak RSS of a no-op run:\n\n| module | size | peak RSS |\n|---|---:|---:|\n")
 	for _, s := range sizes {
 		fmt.Fprintf(&b, "| %s | %.2f MB | %.1f MB |\n", s.module, float64(s.bytes)/(1<<20), float64(s.rssKB)/1024)
+	}
+	b.WriteString(shipped(r.root))
+	return b.String()
+}
+
+// shipped is the table of every binary the collection ships, per
+// platform, and the size of the collection tarball make collection built.
+func shipped(root string) string {
+	var b strings.Builder
+	b.WriteString("\nBinaries per platform (plugins/bin/<os>_<arch>/; plugins/modules/ holds the linux/amd64 node modules and links to the controller binary):\n\n| platform | binary | size |\n|---|---|---:|\n")
+	paths, _ := filepath.Glob(filepath.Join(root, "plugins", "bin", "*", "*"))
+	for _, name := range []string{"k3s_config", "k3s_node", "k3s_node_info"} {
+		paths = append(paths, filepath.Join(root, "plugins", "modules", name))
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		info, err := os.Stat(p)
+		if err != nil {
+			continue
+		}
+		platform := filepath.Base(filepath.Dir(p))
+		if platform == "modules" {
+			platform = "linux_amd64"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %.2f MB |\n", platform, filepath.Base(p), float64(info.Size())/(1<<20))
+	}
+	if tarballs, _ := filepath.Glob(filepath.Join(root, "dist", "gitops-k3s_flux-*.tar.gz")); len(tarballs) > 0 {
+		if info, err := os.Stat(tarballs[len(tarballs)-1]); err == nil {
+			fmt.Fprintf(&b, "\nCollection tarball (%s): %.1f MB\n", filepath.Base(tarballs[len(tarballs)-1]), float64(info.Size())/(1<<20))
+		}
 	}
 	return b.String()
 }

@@ -1,6 +1,6 @@
 //go:build integration
 
-package main
+package fluxoperator
 
 import (
 	"context"
@@ -33,7 +33,7 @@ func TestFluxOperatorAgainstRegistryAndAPIServer(t *testing.T) {
 	}
 	op := func(args map[string]any) (map[string]any, int) {
 		t.Helper()
-		res, code, _ := ansibletest.Run(t, module, runReal, args)
+		res, code, _ := ansibletest.Run(t, module, Run, args)
 		return res, code
 	}
 
@@ -129,7 +129,7 @@ func TestFluxOperatorAgainstRegistryAndAPIServer(t *testing.T) {
 		done := make(chan map[string]any, 1)
 		start := time.Now()
 		go func() {
-			res, _, _ := ansibletest.Run(t, module, runReal, first)
+			res, _, _ := ansibletest.Run(t, module, Run, first)
 			done <- res
 		}()
 		h := releases(t)
@@ -230,17 +230,17 @@ func TestFluxOperatorAgainstRegistryAndAPIServer(t *testing.T) {
 			}
 			return args
 		}
-		res, code, out := ansibletest.Run(t, module, runReal, private("wrong-password-1d9e", true))
+		res, code, out := ansibletest.Run(t, module, Run, private("wrong-password-1d9e", true))
 		assert.Equal(t, 1, code)
 		assert.Contains(t, res["msg"], "401")
 		assert.NotContains(t, out, "wrong-password-1d9e")
 
-		res, code, out = ansibletest.Run(t, module, runReal, private(b.Registry.Password, false))
+		res, code, out = ansibletest.Run(t, module, Run, private(b.Registry.Password, false))
 		assert.Equal(t, 1, code)
 		assert.Contains(t, res["msg"], "certificate signed by unknown authority")
 		assert.NotContains(t, out, b.Registry.Password)
 
-		res, code, out = ansibletest.Run(t, module, runReal, private(b.Registry.Password, true))
+		res, code, out = ansibletest.Run(t, module, Run, private(b.Registry.Password, true))
 		require.Equal(t, 0, code, res["msg"])
 		assert.Equal(t, true, res["changed"])
 		assert.Equal(t, "flux-operator-0.58.0", res["release"].(map[string]any)["chart"])

@@ -1,10 +1,12 @@
-package main
+package fluxoperator
 
 import (
 	"context"
 	"errors"
 	"io"
+	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -283,6 +285,10 @@ func TestNewHelm(t *testing.T) {
 	version, err := h.kubeVersion()
 	require.NoError(t, err)
 	assert.Equal(t, clientGoKubeVersion(), version)
+	goMod, err := os.ReadFile(filepath.Join(ansibletest.RepoRoot(t), "go.mod"))
+	require.NoError(t, err)
+	assert.Contains(t, string(goMod), "\tk8s.io/client-go "+clientGoVersion+"\n", "clientGoVersion follows go.mod")
+	assert.Equal(t, "v1."+strings.TrimPrefix(clientGoVersion, "v0."), version)
 
 	_, err = newHelm(args{Connection: kube.Connection{Kubeconfig: filepath.Join(t.TempDir(), "missing")}, ReleaseNamespace: "flux-system", PlainHTTP: true}, t.TempDir(), false)
 	assert.ErrorContains(t, err, "kubeconfig")

@@ -1,4 +1,4 @@
-package main
+package fluxoperator
 
 import (
 	"context"
@@ -400,17 +400,23 @@ func (h *helm) kubeVersion() (string, error) {
 	return v.GitVersion, nil
 }
 
+// clientGoVersion is go.mod's k8s.io/client-go, for a binary without build
+// information on its dependencies (a test binary); a test holds it to
+// go.mod.
+const clientGoVersion = "v0.37.2"
+
 // clientGoKubeVersion maps the client-go module this binary was built with
 // (v0.X.Y) to its Kubernetes release (v1.X.Y).
 func clientGoKubeVersion() string {
+	version := clientGoVersion
 	if info, ok := debug.ReadBuildInfo(); ok {
 		for _, dep := range info.Deps {
 			if dep.Path == "k8s.io/client-go" && strings.HasPrefix(dep.Version, "v0.") {
-				return "v1." + strings.TrimPrefix(dep.Version, "v0.")
+				version = dep.Version
 			}
 		}
 	}
-	return chartutil.DefaultCapabilities.KubeVersion.Version
+	return "v1." + strings.TrimPrefix(version, "v0.")
 }
 
 func (h *helm) upgrade(ctx context.Context, a args, ch *chart.Chart, values map[string]any, up *action.Upgrade) (*release.Release, error) {

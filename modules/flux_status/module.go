@@ -1,4 +1,4 @@
-package main
+package fluxstatus
 
 import (
 	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible"

@@ -1,4 +1,4 @@
-package main
+package seedsecret
 
 import (
 	"crypto/ed25519"

@@ -2,10 +2,12 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Runs a Go binary module built for the target's OS and CPU (on the controller only).
 
-Ansible copies plugins/modules/<name> (linux/amd64) to every host. The action plugins of the
-node modules derive from BinaryModuleAction instead, which asks each host `uname -sm` once
-(cached for the play as the fact gitops_k3s_flux_platform) and sends the binary built for that
-platform from plugins/bin/<os>_<arch>/<name>; a platform with no binary fails naming it.
+Ansible would copy plugins/modules/<name> (built for linux/amd64) to every host. The action
+plugins of the modules derive from BinaryModuleAction instead, which asks each host `uname -sm`
+once (cached for the play as the fact gitops_k3s_flux_platform) and sends the binary built for
+that platform: plugins/bin/<os>_<arch>/<name> for a node module, or for a controller-side module
+the one binary that serves them all, plugins/bin/<os>_<arch>/controller. A platform with no
+binary fails naming it.
 """
 
 from __future__ import annotations
@@ -47,8 +49,11 @@ def platform_of(uname):
     return platform
 
 
-def binary_path(root, name, platform):
-    """Where the binary of module name for platform is in the collection at root."""
+def binary_path(root, name, platform, multicall=None):
+    """Where the binary of module name for platform is in the collection at root; multicall names
+    the binary that serves several modules (the controller-side ones)."""
+    if multicall:
+        return os.path.join(root, "plugins", "bin", platform, multicall)
     if platform == "linux_amd64":
         return os.path.join(root, "plugins", "modules", name)
     return os.path.join(root, "plugins", "bin", platform, name)
@@ -56,6 +61,9 @@ def binary_path(root, name, platform):
 
 class BinaryModuleAction(ActionBase):
     """Runs this action's module as the binary built for the target's platform."""
+
+    # The multi-call binary that serves this module, or None for a binary of its own.
+    MULTICALL = None
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
@@ -66,8 +74,12 @@ class BinaryModuleAction(ActionBase):
         return result
 
     def _target_platform(self, task_vars, result):
-        """The host's platform: the cached fact, else one `uname -sm`, returned as a fact."""
-        cached = (task_vars.get("ansible_facts") or {}).get(FACT) or task_vars.get(FACT)
+        """The host's platform: the cached fact, else one `uname -sm`, returned as a fact.
+
+        A delegated task (delegate_to: localhost) runs on another host than the one whose facts
+        it would read and set, so it asks every time and caches nothing."""
+        delegated = bool(self._task.delegate_to)
+        cached = None if delegated else (task_vars.get("ansible_facts") or {}).get(FACT) or task_vars.get(FACT)
         if cached:
             return cached
         res = self._low_level_execute_command("uname -sm", sudoable=False)
@@ -79,7 +91,8 @@ class BinaryModuleAction(ActionBase):
         except ValueError as e:
             result.update(failed=True, msg=str(e))
             return None
-        result.setdefault("ansible_facts", {})[FACT] = platform
+        if not delegated:
+            result.setdefault("ansible_facts", {})[FACT] = platform
         return platform
 
     def _configure_module(self, module_name, module_args, task_vars):
@@ -88,7 +101,7 @@ class BinaryModuleAction(ActionBase):
         if not platform:
             return configured
         name = module_name.split(".")[-1]
-        path = binary_path(COLLECTION_ROOT, name, platform)
+        path = binary_path(COLLECTION_ROOT, name, platform, self.MULTICALL)
         try:
             with open(path, "rb") as f:
                 data = f.read()

@@ -233,8 +233,10 @@ func TestBootstrapPlay(t *testing.T) {
 		r := play(scenario(c, "converge"), "-e", "@"+changedVars, "-vvv")
 		require.NoError(t, r.err, r.output)
 		assert.Equal(t, map[string]int{"node1": 0, "node2": 0, "node3": 0, "localhost": 0}, r.changed())
-		// The node modules' action plugins ask each host its platform once for the whole play.
-		assert.Equal(t, 3, strings.Count(r.output, "uname -sm && sleep 0"), "one uname per host")
+		// The action plugins ask each node its platform once for the whole play (over SSH); on
+		// the controller, once for the hand-off's play and once for the delegated cluster_nodes.
+		assert.Equal(t, 3, strings.Count(r.output, `'"'"'uname -sm && sleep 0'"'"'`), "one uname per node")
+		assert.Equal(t, 5, strings.Count(r.output, "uname -sm && sleep 0"), "and two on the controller")
 		assert.Contains(t, r.output, `"gitops_k3s_flux_platform": "linux_amd64"`)
 		nodeToken, err := b.Hosts.Host("node1").Exec("cat /var/lib/rancher/k3s/server/node-token")
 		require.NoError(t, err)

@@ -42,6 +42,8 @@ class BinaryPath(unittest.TestCase):
     def test_paths(self):
         self.assertEqual(binary_path("/c", "k3s_node", "linux_amd64"), "/c/plugins/modules/k3s_node")
         self.assertEqual(binary_path("/c", "k3s_node", "linux_arm64"), "/c/plugins/bin/linux_arm64/k3s_node")
+        self.assertEqual(binary_path("/c", "flux_operator", "linux_amd64", "controller"), "/c/plugins/bin/linux_amd64/controller")
+        self.assertEqual(binary_path("/c", "seed_secret", "darwin_arm64", "controller"), "/c/plugins/bin/darwin_arm64/controller")
 
     def test_collection_root(self):
         self.assertTrue(os.path.isfile(os.path.join(COLLECTION_ROOT, "galaxy.yml")), COLLECTION_ROOT)

@@ -1,0 +1,12 @@
+// Package clusternodes is the Ansible module that waits for the cluster's
+// Nodes to be Ready and reports them.
+package clusternodes
+
+import (
+	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible"
+	"github.com/gitops-k3s-flux/k3s_flux/internal/kube"
+)
+
+// Entry is the module with its real cluster connection, for the
+// controller-side binary (cmd/controller).
+var Entry = ansible.Entry{Module: module, Run: kube.With(run, kube.Connect)}
