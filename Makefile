@@ -75,8 +75,9 @@ test-integration: testbed-bin ## Integration tests against the test bed's real A
 testbed-bin: ## Build the test bed's binaries from the Go module proxy into ~/.cache/k3s_flux/bin (skips what is cached)
 	tests/tools/build.sh
 
-testbed-rootfs: ## Register qemu-user-static with binfmt_misc and build the arm64 test host's Debian root filesystem into ~/.cache/k3s_flux/rootfs (once)
+testbed-rootfs: ## Register qemu-user-static with binfmt_misc and build the arm64 and armv7 test hosts' Debian root filesystems into ~/.cache/k3s_flux/rootfs (once)
 	tests/tools/rootfs.sh arm64 >/dev/null
+	tests/tools/rootfs.sh armhf >/dev/null
 
 test-e2e: build testbed-rootfs ## End-to-end tests over SSH to test hosts (needs root): with Debian's ansible-core, then with ansible-core 2.19 from requirements.txt
 	E2E_ANSIBLE_CORE="$$(dpkg-query -W -f '$${Version}' ansible-core | cut -d- -f1)" \

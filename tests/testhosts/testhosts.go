@@ -44,7 +44,7 @@ const (
 type HostSpec struct {
 	Name  string
 	Group string
-	// Arch makes a host of another CPU ("arm64", "armhf"): it runs chrooted
+	// Arch makes a host of another CPU (a Debian architecture: "arm64", "armhf"): it runs chrooted
 	// in a minimal Debian root filesystem of that architecture
 	// (tests/tools/rootfs.sh), whose programs, sshd and sudo included, run
 	// under qemu-user-static, so `uname -m` there says aarch64. Empty: the
