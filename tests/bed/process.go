@@ -2,6 +2,7 @@ package bed
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -37,7 +38,17 @@ func startProcess(name, logPath string, env []string, restart bool, args ...stri
 	return p, nil
 }
 
+// errStopped: the process was stopped while it waited to be restarted.
+var errStopped = errors.New("stopped")
+
+// spawn starts the process unless Stop was called: both under the lock, so
+// that Stop either sees the new process (and stops it) or prevents it.
 func (p *Process) spawn() (*exec.Cmd, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stopped {
+		return nil, errStopped
+	}
 	logFile, err := os.OpenFile(p.Log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("open log of %s: %w", p.Name, err)
@@ -50,9 +61,7 @@ func (p *Process) spawn() (*exec.Cmd, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", p.Name, err)
 	}
-	p.mu.Lock()
 	p.cmd = cmd
-	p.mu.Unlock()
 	return cmd, nil
 }
 
@@ -96,7 +105,10 @@ func (p *Process) Running() bool {
 }
 
 // Stop sends SIGTERM to the process (and its process group), then SIGKILL
-// after the grace period, and waits for it to be reaped.
+// after the grace period, and waits for it to be reaped. A process that
+// crashed just before is not restarted (spawn checks stopped): without
+// that, a restart during Stop left a process nobody stopped and Stop
+// waiting for it forever.
 func (p *Process) Stop(grace time.Duration) {
 	p.mu.Lock()
 	p.stopped = true
