@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/gitops-k3s-flux/k3s_flux/internal/atomicfile"
 )
 
 // fileMode is the only mode a k3s config file gets: it holds the token.
@@ -51,57 +53,6 @@ func readCurrent(path string) (current, error) {
 	return c, nil
 }
 
-// writeAtomic replaces path with content: a temp file beside it, fsynced,
-// 0600 and root-owned, renamed over the target, then the directory
-// fsynced. A failure leaves the old file untouched and no temp file behind.
-func writeAtomic(path string, content []byte) (err error) {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("create directory %s: %w", dir, err)
-	}
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	defer func() {
-		if err != nil {
-			_ = tmp.Close()
-			_ = os.Remove(tmp.Name())
-		}
-	}()
-	if err := tmp.Chmod(fileMode); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if os.Geteuid() == 0 {
-		if err := tmp.Chown(0, 0); err != nil {
-			return fmt.Errorf("write %s: %w", path, err)
-		}
-	}
-	if _, err := tmp.Write(content); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	removeStaleTemps(path)
-	return syncDir(dir)
-}
-
-// removeStaleTemps removes the temp files of earlier runs that were killed
-// before their rename: they may hold a token and nothing will use them.
-func removeStaleTemps(path string) {
-	stale, _ := filepath.Glob(filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*"))
-	for _, f := range stale {
-		_ = os.Remove(f)
-	}
-}
-
 // fixPermissions sets 0600 root:root on an existing file whose content is
 // already right.
 func fixPermissions(path string) error {
@@ -141,17 +92,5 @@ func remove(path string) error {
 	if err := os.Remove(path); err != nil {
 		return fmt.Errorf("remove %s: %w", path, err)
 	}
-	return syncDir(filepath.Dir(path))
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("sync directory %s: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("sync directory %s: %w", dir, err)
-	}
-	return nil
+	return atomicfile.SyncDir(filepath.Dir(path))
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible"
+	"github.com/gitops-k3s-flux/k3s_flux/internal/atomicfile"
 )
 
 // DefaultPath is where k3s reads its config.
@@ -197,7 +198,7 @@ func run(_ context.Context, req *ansible.Request) (*ansible.Result, error) {
 	case a.State == "absent":
 		err = remove(path)
 	case contentChanged:
-		err = writeAtomic(path, content)
+		err = atomicfile.Write(path, bytes.NewReader(content), fileMode)
 	default:
 		err = fixPermissions(path)
 	}

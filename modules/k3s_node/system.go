@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible"
+	"github.com/gitops-k3s-flux/k3s_flux/internal/atomicfile"
 	"github.com/gitops-k3s-flux/k3s_flux/internal/k3snode"
 )
 
@@ -81,7 +82,7 @@ func (n node) placeAirgapFiles(a args) error {
 		if f.option == "airgap_images" {
 			mode = 0o644
 		}
-		if err := copyAtomic(f.src, f.dest, mode); err != nil {
+		if err := copyFile(f.src, f.dest, mode); err != nil {
 			return fmt.Errorf("%s: %w", f.option, err)
 		}
 	}
@@ -106,38 +107,13 @@ func fileSHA256(path string) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// copyAtomic copies src to dest through a temporary file beside dest, so
-// that dest is either the old file or the whole new one (a running k3s
-// keeps its old binary).
-func copyAtomic(src, dest string, mode os.FileMode) error {
+// copyFile replaces dest with a copy of src atomically, so a running k3s
+// keeps its old binary until the new one is whole.
+func copyFile(src, dest string, mode os.FileMode) error {
 	in, err := os.Open(src)
 	if err != nil {
 		return fmt.Errorf("read %s: %w", src, err)
 	}
 	defer in.Close()
-	if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
-		return fmt.Errorf("create %s: %w", filepath.Dir(dest), err)
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(dest), "."+filepath.Base(dest)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", dest, err)
-	}
-	defer os.Remove(tmp.Name()) // gone after the rename; left by a failure
-	_, err = io.Copy(tmp, in)
-	if err == nil {
-		err = tmp.Chmod(mode)
-	}
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), dest)
-	}
-	if err != nil {
-		return fmt.Errorf("write %s: %w", dest, err)
-	}
-	return nil
+	return atomicfile.Write(dest, in, mode)
 }
