@@ -21,6 +21,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible"
 )
 
 // Paths are where k3s lives on a node; the tests point them at a temporary
@@ -33,6 +35,14 @@ type Paths struct {
 
 // DefaultPaths are k3s's own defaults.
 var DefaultPaths = Paths{BinDir: "/usr/local/bin", DataDir: "/var/lib/rancher/k3s", Kubeconfig: "/etc/rancher/k3s/k3s.yaml"}
+
+// With binds a node module's logic to the node it runs on, the real one
+// with k3s's own paths: ansible.Main(module, k3snode.With(run)) in main.
+func With(run func(context.Context, *ansible.Request, System, Paths) (*ansible.Result, error)) ansible.RunFunc {
+	return func(ctx context.Context, req *ansible.Request) (*ansible.Result, error) {
+		return run(ctx, req, Real{}, DefaultPaths)
+	}
+}
 
 // Units are the two units k3s installs, by role.
 var Units = map[string]string{"server": "k3s", "agent": "k3s-agent"}

@@ -3,14 +3,10 @@
 package main
 
 import (
-	"context"
-
 	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible"
 	"github.com/gitops-k3s-flux/k3s_flux/internal/k3snode"
 )
 
 func main() {
-	ansible.Main(module, func(ctx context.Context, req *ansible.Request) (*ansible.Result, error) {
-		return run(ctx, req, k3snode.Real{}, k3snode.DefaultPaths)
-	})
+	ansible.Main(module, k3snode.With(run))
 }
