@@ -19,7 +19,10 @@ CONTROLLER_BINARIES := $(foreach p,$(CONTROLLER_PLATFORMS),plugins/bin/$(p)/cont
 LINKS := $(addprefix plugins/modules/,$(CONTROLLER_MODULES))
 VERSION := $(shell sed -n 's/^version: //p' galaxy.yml)
 TARBALL := dist/gitops-k3s_flux-$(VERSION).tar.gz
-GO_BUILD := CGO_ENABLED=0 GOOS=linux go build -trimpath -ldflags "-s -w"
+# $(call go_build_for,<os>_<arch>,<package>) builds $@ for that platform: static, stripped, arm as
+# armv7 (GOARM=7, the boards homelabs run).
+go_build_for = CGO_ENABLED=0 GOOS=$(word 1,$(subst _, ,$1)) GOARCH=$(word 2,$(subst _, ,$1)) GOARM=7 \
+	go build -trimpath -ldflags "-s -w" -o $@ $2
 # Debian packages the tests need: Ansible itself, sshd for the test hosts,
 # ip/nsenter/unshare to make them, git for the collection build, strace to kill a module mid-write,
 # python3-venv for make lint's venv, sudo for the test hosts' become, qemu-user-static and
@@ -40,15 +43,14 @@ build: $(BINARIES) $(NODE_BINARIES) $(CONTROLLER_BINARIES) ## Build the binaries
 	@ls -lL $(BINARIES) $(NODE_BINARIES) $(CONTROLLER_BINARIES) | awk '{printf "  %-40s %6.2f MB\n", $$9, $$5/1048576}'
 
 $(BINARIES): plugins/modules/%: FORCE
-	@$(GO_BUILD) -o $@ ./modules/$*
+	@$(call go_build_for,linux_amd64,./modules/$*)
 
-# plugins/bin/linux_arm/k3s_node: GOOS=linux GOARCH=arm (GOARM=7, armv7 boards) ./modules/k3s_node
+# plugins/bin/linux_arm/k3s_node: ./modules/k3s_node for linux_arm
 $(NODE_BINARIES): plugins/bin/%: FORCE
-	@platform="$(patsubst %/,%,$(dir $*))"; \
-	CGO_ENABLED=0 GOOS="$${platform%%_*}" GOARCH="$${platform#*_}" GOARM=7 go build -trimpath -ldflags "-s -w" -o $@ ./modules/$(notdir $*)
+	@$(call go_build_for,$(patsubst %/,%,$(dir $*)),./modules/$(notdir $*))
 
 $(CONTROLLER_BINARIES): plugins/bin/%/controller: FORCE
-	@CGO_ENABLED=0 GOOS="$(firstword $(subst _, ,$*))" GOARCH="$(lastword $(subst _, ,$*))" go build -trimpath -ldflags "-s -w" -o $@ ./cmd/controller
+	@$(call go_build_for,$*,./cmd/controller)
 
 FORCE:
 

@@ -71,12 +71,7 @@ func (b *Bed) startForeignHost(h *Host, index int, arch string) error {
 	if err := writeAuthorizedKeys(filepath.Join(h.Chroot, "home", User), pub); err != nil {
 		return err
 	}
-	for file, line := range map[string]string{
-		"etc/passwd": fmt.Sprintf("%s:x:%d:%d:test host user:/home/%s:/bin/sh\n", User, UserUID, UserUID, User),
-		"etc/group":  fmt.Sprintf("%s:x:%d:\n", User, UserUID),
-		"etc/shadow": User + ":*:20000:0:99999:7:::\n",
-		"etc/hosts":  "127.0.1.1 " + h.Name + "\n",
-	} {
+	for file, line := range identityLines(h.Name) {
 		f, err := os.OpenFile(filepath.Join(h.Chroot, file), os.O_APPEND|os.O_WRONLY|os.O_CREATE, 0o644)
 		if err != nil {
 			return err
@@ -89,7 +84,7 @@ func (b *Bed) startForeignHost(h *Host, index int, arch string) error {
 			return fmt.Errorf("write %s: %w", file, err)
 		}
 	}
-	if err := os.WriteFile(filepath.Join(h.Chroot, "etc", "sudoers.d", User), []byte(User+" ALL=(ALL:ALL) NOPASSWD: ALL\n"), 0o440); err != nil {
+	if err := writeSudoers(filepath.Join(h.Chroot, "etc", "sudoers.d")); err != nil {
 		return err
 	}
 	// The config stays under h.Root, seen at the same path inside through

@@ -339,13 +339,7 @@ func (b *Bed) writeIdentity(h *Host) ([]string, error) {
 	if err := os.MkdirAll(filepath.Join(etc, "etc-sudoers.d"), 0o755); err != nil {
 		return nil, err
 	}
-	extra := map[string]string{
-		"/etc/passwd": fmt.Sprintf("%s:x:%d:%d:test host user:/home/%s:/bin/sh\n", User, UserUID, UserUID, User),
-		"/etc/group":  fmt.Sprintf("%s:x:%d:\n", User, UserUID),
-		"/etc/shadow": User + ":*:20000:0:99999:7:::\n", // no password; '*' is not a locked account to sshd
-		"/etc/hosts":  "127.0.1.1 " + h.Name + "\n",
-	}
-	for file, line := range extra {
+	for file, line := range identityLines(h.Name) {
 		base, err := os.ReadFile(file)
 		if err != nil {
 			return nil, fmt.Errorf("read %s: %w", file, err)
@@ -361,14 +355,30 @@ func (b *Bed) writeIdentity(h *Host) ([]string, error) {
 			return nil, err
 		}
 	}
-	sudoers := filepath.Join(etc, "etc-sudoers.d", User)
-	if err := os.WriteFile(sudoers, []byte(User+" ALL=(ALL:ALL) NOPASSWD: ALL\n"), 0o440); err != nil {
+	if err := writeSudoers(filepath.Join(etc, "etc-sudoers.d")); err != nil {
 		return nil, err
 	}
 	if err := os.WriteFile(filepath.Join(etc, "empty"), nil, 0o644); err != nil {
 		return nil, err
 	}
 	return []string{"/etc/passwd", "/etc/group", "/etc/shadow", "/etc/hosts", "/etc/sudoers.d"}, nil
+}
+
+// identityLines are the lines a test host adds to the machine's files in
+// its /etc: User, its group, a shadow entry without password ('*' is not a
+// locked account to sshd) and the host's own name, which sudo resolves.
+func identityLines(hostName string) map[string]string {
+	return map[string]string{
+		"/etc/passwd": fmt.Sprintf("%s:x:%d:%d:test host user:/home/%s:/bin/sh\n", User, UserUID, UserUID, User),
+		"/etc/group":  fmt.Sprintf("%s:x:%d:\n", User, UserUID),
+		"/etc/shadow": User + ":*:20000:0:99999:7:::\n",
+		"/etc/hosts":  "127.0.1.1 " + hostName + "\n",
+	}
+}
+
+// writeSudoers lets User run anything as root, without a password.
+func writeSudoers(dir string) error {
+	return os.WriteFile(filepath.Join(dir, User), []byte(User+" ALL=(ALL:ALL) NOPASSWD: ALL\n"), 0o440)
 }
 
 // hidePython is the shell that leaves the host no Python interpreter: each
@@ -458,16 +468,23 @@ func (b *Bed) Host(name string) *Host {
 // Exec runs a shell command inside the host (its network, mount and UTS
 // namespaces, and its root directory) and returns its combined output.
 func (h *Host) Exec(command string) (string, error) {
-	out, err := exec.Command("nsenter", "-t", strconv.Itoa(h.PID), "-m", "-u", "-n", "-r", "-w", "--", "sh", "-c", command).CombinedOutput()
+	out, err := h.shell(command).CombinedOutput()
 	if err != nil {
 		return string(out), fmt.Errorf("on %s: %s: %w: %s", h.Name, command, err, out)
 	}
 	return string(out), nil
 }
 
+// shell is sh -c script with args inside the host: its network, mount and
+// UTS namespaces and its root directory.
+func (h *Host) shell(script string, args ...string) *exec.Cmd {
+	argv := append([]string{"-t", strconv.Itoa(h.PID), "-m", "-u", "-n", "-r", "-w", "--", "sh", "-c", script}, args...)
+	return exec.Command("nsenter", argv...)
+}
+
 // WriteFile writes a file inside the host (through its mount namespace).
 func (h *Host) WriteFile(path string, content []byte, mode os.FileMode) error {
-	cmd := exec.Command("nsenter", "-t", strconv.Itoa(h.PID), "-m", "-r", "-w", "--", "sh", "-c", `cat >"$0" && chmod "$1" "$0"`, path, strconv.FormatUint(uint64(mode.Perm()), 8))
+	cmd := h.shell(`cat >"$0" && chmod "$1" "$0"`, path, strconv.FormatUint(uint64(mode.Perm()), 8))
 	cmd.Stdin = bytes.NewReader(content)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("write %s on %s: %w: %s", path, h.Name, err, out)
