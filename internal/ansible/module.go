@@ -139,19 +139,35 @@ const (
 	noLogMask        = "********"
 )
 
-// Main runs a module as Ansible calls a binary one (`<binary> <args-file>`)
-// and exits: 0 on success, 1 on failure.
+// Input is what a binary module is started with: Ansible's own `<module>
+// <args-file>`, or `<module> -` with the args on standard input, as the
+// collection's action plugins send them when pipelining is on (one command
+// per task, as Ansible pipelines Python modules).
+type Input struct {
+	Args  []string // the command-line arguments after the program's name
+	Stdin io.Reader
+}
+
+// Main runs a module as Ansible calls a binary one and exits: 0 on
+// success, 1 on failure.
 func Main(m *Module, run RunFunc) {
 	// Anything else printed to stdout would corrupt the one JSON object
 	// Ansible reads, so stdout is kept for the result alone.
 	out := os.Stdout
 	os.Stdout = os.Stderr
-	os.Exit(Execute(context.Background(), m, os.Args[1:], out, run))
+	os.Exit(Execute(context.Background(), m, Input{Args: os.Args[1:], Stdin: os.Stdin}, out, run))
 }
 
-// Execute runs the module with the given command-line arguments, writes
-// the JSON result to out and returns the exit code.
-func Execute(ctx context.Context, m *Module, args []string, out io.Writer, run RunFunc) (code int) {
+// Execute runs the module with the given input, writes the JSON result to
+// out and returns the exit code.
+func Execute(ctx context.Context, m *Module, in Input, out io.Writer, run RunFunc) int {
+	raw, err := in.read()
+	return execute(ctx, m, raw, err, out, run)
+}
+
+// execute runs the module on the args read (or reports why they could not
+// be read).
+func execute(ctx context.Context, m *Module, raw map[string]any, readErr error, out io.Writer, run RunFunc) (code int) {
 	var req *Request
 	result := map[string]any{}
 	defer func() {
@@ -169,8 +185,12 @@ func Execute(ctx context.Context, m *Module, args []string, out io.Writer, run R
 		code = writeResult(out, result, secrets)
 	}()
 
+	if readErr != nil {
+		result = failure("module %s: %v", m.Name, readErr)
+		return 1
+	}
 	var ok bool
-	req, result, ok = prepare(m, args)
+	req, result, ok = prepare(m, raw)
 	if !ok {
 		return 1
 	}
@@ -180,16 +200,9 @@ func Execute(ctx context.Context, m *Module, args []string, out io.Writer, run R
 	return 0
 }
 
-// prepare reads and validates the args file; on failure it returns the
-// failure result and false (the request, if any, still holds the secrets).
-func prepare(m *Module, args []string) (*Request, map[string]any, bool) {
-	if len(args) != 1 {
-		return nil, failure("module %s expects the path of an args file as its only argument (Ansible runs binary modules as `<module> <args-file>`), got %d arguments", m.Name, len(args)), false
-	}
-	raw, err := readArgs(args[0])
-	if err != nil {
-		return nil, failure("%v", err), false
-	}
+// prepare validates the args; on failure it returns the failure result and
+// false (the request, if any, still holds the secrets).
+func prepare(m *Module, raw map[string]any) (*Request, map[string]any, bool) {
 	req := &Request{Module: m.Name, started: time.Now()}
 	options := map[string]any{}
 	for k, val := range raw {
@@ -225,22 +238,38 @@ func prepare(m *Module, args []string) (*Request, map[string]any, bool) {
 	return req, nil, true
 }
 
-func readArgs(path string) (map[string]any, error) {
-	data, err := os.ReadFile(path)
+// read reads the args: one JSON object, from the args file or standard
+// input.
+func (in Input) read() (map[string]any, error) {
+	if len(in.Args) != 1 {
+		return nil, fmt.Errorf("expects the path of an args file as its only argument (Ansible runs binary modules as `<module> <args-file>`), or - for the args on standard input; got %d arguments", len(in.Args))
+	}
+	source := "args file " + in.Args[0]
+	var data []byte
+	var err error
+	if in.Args[0] == "-" {
+		source = "args on standard input"
+		if in.Stdin == nil {
+			return nil, fmt.Errorf("read %s: no standard input", source)
+		}
+		data, err = io.ReadAll(in.Stdin)
+	} else {
+		data, err = os.ReadFile(in.Args[0])
+	}
 	if err != nil {
-		return nil, fmt.Errorf("read args file %s: %w", path, err)
+		return nil, fmt.Errorf("read %s: %w", source, err)
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	var raw map[string]any
 	if err := dec.Decode(&raw); err != nil {
-		return nil, fmt.Errorf("args file %s is not a JSON object: %w", path, err)
+		return nil, fmt.Errorf("%s is not a JSON object: %w", source, err)
 	}
 	if dec.More() {
-		return nil, fmt.Errorf("args file %s holds more than one JSON value", path)
+		return nil, fmt.Errorf("%s holds more than one JSON value", source)
 	}
 	if raw == nil {
-		return nil, fmt.Errorf("args file %s is not a JSON object: null", path)
+		return nil, fmt.Errorf("%s is not a JSON object: null", source)
 	}
 	return raw, nil
 }

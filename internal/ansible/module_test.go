@@ -229,19 +229,22 @@ func TestArgsFileErrors(t *testing.T) {
 	array := filepath.Join(dir, "array")
 	require.NoError(t, os.WriteFile(array, []byte("[1]"), 0o600))
 	cases := []struct {
-		name string
-		args []string
-		msg  string
+		name  string
+		args  []string
+		stdin string
+		msg   string
 	}{
-		{"no args", nil, "expects the path of an args file"},
-		{"missing", []string{filepath.Join(dir, "nope")}, "read args file"},
-		{"not JSON", []string{notJSON}, "is not a JSON object"},
-		{"not an object", []string{array}, "is not a JSON object"},
+		{"no args", nil, "", "module demo: expects the path of an args file"},
+		{"missing", []string{filepath.Join(dir, "nope")}, "", "module demo: read args file " + dir + "/nope: "},
+		{"not JSON", []string{notJSON}, "", "is not a JSON object"},
+		{"not an object", []string{array}, "", "is not a JSON object"},
+		{"stdin not JSON", []string{"-"}, "name=x", "module demo: args on standard input is not a JSON object"},
+		{"stdin two values", []string{"-"}, "{} {}", "args on standard input holds more than one JSON value"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var out strings.Builder
-			code := ansible.Execute(context.Background(), testModule, tc.args, &out, echo)
+			code := ansible.Execute(context.Background(), testModule, ansible.Input{Args: tc.args, Stdin: strings.NewReader(tc.stdin)}, &out, echo)
 			assert.Equal(t, 1, code)
 			assert.Contains(t, out.String(), `"failed":true`)
 			assert.Contains(t, out.String(), tc.msg)

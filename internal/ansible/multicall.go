@@ -24,13 +24,19 @@ type Entry struct {
 func MainMulti(entries map[string]Entry) {
 	out := os.Stdout
 	os.Stdout = os.Stderr
-	os.Exit(ExecuteMulti(context.Background(), entries, os.Args, out))
+	os.Exit(ExecuteMulti(context.Background(), entries, os.Args, os.Stdin, out))
 }
 
 // ExecuteMulti is MainMulti with its arguments (argv, with the program
-// first) and output given.
-func ExecuteMulti(ctx context.Context, entries map[string]Entry, argv []string, out io.Writer) int {
-	name := moduleName(argv)
+// first), standard input and output given. The args are read once: they
+// name the module and are its input.
+func ExecuteMulti(ctx context.Context, entries map[string]Entry, argv []string, stdin io.Reader, out io.Writer) int {
+	var raw map[string]any
+	var err error
+	if len(argv) > 0 {
+		raw, err = Input{Args: argv[1:], Stdin: stdin}.read()
+	}
+	name := moduleName(argv, raw)
 	e, ok := entries[name]
 	if !ok {
 		names := make([]string, 0, len(entries))
@@ -40,18 +46,14 @@ func ExecuteMulti(ctx context.Context, entries map[string]Entry, argv []string, 
 		sort.Strings(names)
 		return writeResult(out, failure("this binary serves the modules %s, not %q (from _ansible_module_name or the program's name)", strings.Join(names, ", "), name), nil)
 	}
-	return Execute(ctx, e.Module, argv[1:], out, e.Run)
+	return execute(ctx, e.Module, raw, err, out, e.Run)
 }
 
-// moduleName is the module a multi-call binary runs as: from the args
-// file, else from the program's name.
-func moduleName(argv []string) string {
-	if len(argv) == 2 {
-		if raw, err := readArgs(argv[1]); err == nil {
-			if n, ok := raw["_ansible_module_name"].(string); ok && n != "" {
-				return n[strings.LastIndex(n, ".")+1:]
-			}
-		}
+// moduleName is the module a multi-call binary runs as: from the args,
+// else from the program's name.
+func moduleName(argv []string, raw map[string]any) string {
+	if n, ok := raw["_ansible_module_name"].(string); ok && n != "" {
+		return n[strings.LastIndex(n, ".")+1:]
 	}
 	if len(argv) == 0 {
 		return ""

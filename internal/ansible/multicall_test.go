@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -32,7 +33,7 @@ func TestExecuteMulti(t *testing.T) {
 	}
 	run := func(argv ...string) (map[string]any, int) {
 		var out bytes.Buffer
-		code := ansible.ExecuteMulti(context.Background(), entries, argv, &out)
+		code := ansible.ExecuteMulti(context.Background(), entries, argv, strings.NewReader(`{"_ansible_module_name": "seed_secret"}`), &out)
 		var res map[string]any
 		require.NoError(t, json.Unmarshal(out.Bytes(), &res), out.String())
 		return res, code
@@ -46,6 +47,7 @@ func TestExecuteMulti(t *testing.T) {
 		{"Ansible names it in the args file (short)", []string{"controller", args(map[string]any{"_ansible_module_name": "flux_status"})}, "flux_status"},
 		{"a link named after it", []string{"/c/plugins/modules/flux_status", args(map[string]any{})}, "flux_status"},
 		{"Ansible's remote copy", []string{"/home/a/.ansible/tmp/x/AnsiballZ_seed_secret", args(map[string]any{})}, "seed_secret"},
+		{"args on standard input", []string{"/n/.cache/gitops.k3s_flux/bin/controller-0123", "-"}, "seed_secret"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res, code := run(tc.argv...)

@@ -29,7 +29,7 @@ func Run(t *testing.T, m *ansible.Module, run ansible.RunFunc, args map[string]a
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(path, raw, 0o600))
 	var out bytes.Buffer
-	code := ansible.Execute(context.Background(), m, []string{path}, &out, run)
+	code := ansible.Execute(context.Background(), m, ansible.Input{Args: []string{path}}, &out, run)
 	var result map[string]any
 	require.NoError(t, json.Unmarshal(out.Bytes(), &result), "stdout must be one JSON object: %s", out.String())
 	return result, code, out.String()
