@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"time"
 )
 
 // Write replaces path with what r yields: a temp file beside it, written
@@ -52,6 +53,27 @@ func Write(path string, r io.Reader, mode fs.FileMode) (err error) {
 	}
 	removeStaleTemps(path)
 	return SyncDir(dir)
+}
+
+// Backup copies the old content of path beside it, named as Ansible's
+// backup_local names backups (<path>.<pid>.<timestamp>~), with mode, and
+// returns its name.
+func Backup(path string, content []byte, mode fs.FileMode) (string, error) {
+	name := fmt.Sprintf("%s.%d.%s~", path, os.Getpid(), time.Now().Format("2006-01-02@15:04:05"))
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+	if err != nil {
+		return "", fmt.Errorf("back up %s: %w", path, err)
+	}
+	if _, err := f.Write(content); err != nil {
+		_ = f.Close()
+		_ = os.Remove(name)
+		return "", fmt.Errorf("back up %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		_ = os.Remove(name)
+		return "", fmt.Errorf("back up %s: %w", path, err)
+	}
+	return name, nil
 }
 
 // tempPrefix names the temp files of path: hidden, beside it, so the

@@ -76,3 +76,18 @@ func TestSyncDirMissing(t *testing.T) {
 	err := SyncDir(filepath.Join(t.TempDir(), "gone"))
 	require.ErrorContains(t, err, "sync directory")
 }
+
+func TestBackup(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	name, err := Backup(path, []byte("token: a\n"), 0o600)
+	require.NoError(t, err)
+	assert.Regexp(t, `^`+path+`\.\d+\.\d{4}-\d\d-\d\d@\d\d:\d\d:\d\d~$`, name)
+	got, err := os.ReadFile(name)
+	require.NoError(t, err)
+	assert.Equal(t, "token: a\n", string(got))
+	info, err := os.Stat(name)
+	require.NoError(t, err)
+	assert.Equal(t, fs.FileMode(0o600), info.Mode().Perm())
+	_, err = Backup(filepath.Join(path, "x"), nil, 0o600)
+	require.ErrorContains(t, err, "back up "+path)
+}

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
-	"time"
 
 	"github.com/gitops-k3s-flux/k3s_flux/internal/atomicfile"
 )
@@ -65,26 +64,6 @@ func fixPermissions(path string) error {
 		}
 	}
 	return nil
-}
-
-// backup copies the old file beside it, named as Ansible's backup_local
-// names backups: <path>.<pid>.<timestamp>~, with the same 0600 mode.
-func backup(path string, content []byte) (string, error) {
-	name := fmt.Sprintf("%s.%d.%s~", path, os.Getpid(), time.Now().Format("2006-01-02@15:04:05"))
-	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, fileMode)
-	if err != nil {
-		return "", fmt.Errorf("back up %s: %w", path, err)
-	}
-	if _, err := f.Write(content); err != nil {
-		_ = f.Close()
-		_ = os.Remove(name)
-		return "", fmt.Errorf("back up %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		_ = os.Remove(name)
-		return "", fmt.Errorf("back up %s: %w", path, err)
-	}
-	return name, nil
 }
 
 // remove deletes path and fsyncs its directory.

@@ -188,7 +188,7 @@ func run(_ context.Context, req *ansible.Request) (*ansible.Result, error) {
 	}
 
 	if contentChanged && cur.Exists && a.Backup {
-		name, err := backup(path, cur.Content)
+		name, err := atomicfile.Backup(path, cur.Content, fileMode)
 		if err != nil {
 			return res, err
 		}
