@@ -1,6 +1,6 @@
 // Command controller is the controller-side modules in one binary:
-// cluster_nodes, flux_instance, flux_operator, flux_status and seed_secret
-// share client-go, so one binary serves them all at the size of the
+// cluster_nodes, flux_instance, flux_operator, flux_status, k3s_kubeconfig
+// and seed_secret share client-go, so one binary serves them all at the size of the
 // largest. Each plugins/modules/<name> is a link to it; it runs the module
 // Ansible names in the args file.
 package main
@@ -11,15 +11,17 @@ import (
 	fluxinstance "github.com/gitops-k3s-flux/k3s_flux/modules/flux_instance"
 	fluxoperator "github.com/gitops-k3s-flux/k3s_flux/modules/flux_operator"
 	fluxstatus "github.com/gitops-k3s-flux/k3s_flux/modules/flux_status"
+	k3skubeconfig "github.com/gitops-k3s-flux/k3s_flux/modules/k3s_kubeconfig"
 	seedsecret "github.com/gitops-k3s-flux/k3s_flux/modules/seed_secret"
 )
 
 func main() {
 	ansible.MainMulti(map[string]ansible.Entry{
-		"cluster_nodes": clusternodes.Entry,
-		"flux_instance": fluxinstance.Entry,
-		"flux_operator": fluxoperator.Entry,
-		"flux_status":   fluxstatus.Entry,
-		"seed_secret":   seedsecret.Entry,
+		"cluster_nodes":  clusternodes.Entry,
+		"flux_instance":  fluxinstance.Entry,
+		"flux_operator":  fluxoperator.Entry,
+		"flux_status":    fluxstatus.Entry,
+		"k3s_kubeconfig": k3skubeconfig.Entry,
+		"seed_secret":    seedsecret.Entry,
 	})
 }

@@ -1,0 +1,55 @@
+package k3skubeconfig
+
+import "github.com/gitops-k3s-flux/k3s_flux/internal/ansible"
+
+var module = &ansible.Module{
+	Name:             "k3s_kubeconfig",
+	ShortDescription: "Write a k3s cluster's admin kubeconfig on the controller, pointed at its API endpoint",
+	Description: []string{
+		"Takes the admin kubeconfig k3s writes on a server (C(/etc/rancher/k3s/k3s.yaml), as M(gitops.k3s_flux.k3s_node_info) returns it), points every cluster in it at C(server) and renames what k3s calls C(default) (cluster, user, context, current context) to C(cluster_name).",
+		"Writes it to C(dest) atomically, mode 0600, creating a missing directory with mode 0700; an existing file with other content is replaced (kept beside it with C(backup)), one with the same content but another mode gets 0600.",
+		"Role k8s_cluster runs it on the controller after the first controller's kubeconfig was read.",
+	},
+	Author:    []string{"gitops.k3s_flux maintainers"},
+	CheckMode: "full",
+	DiffMode:  "full",
+	Notes: []string{
+		"The diff shows the kubeconfig with its client key, token and password replaced by C(<redacted>); those values are masked in every result.",
+		"A C(dest) that is a symbolic link is followed: the file it points to is written.",
+	},
+	Spec: ansible.Spec{Options: []ansible.Option{
+		{Name: "content", Required: true, NoLog: true,
+			Description: []string{"The admin kubeconfig, as k3s wrote it on a server."}},
+		{Name: "dest", Type: ansible.TypePath, Required: true,
+			Description: []string{"Where to write it on the controller."}},
+		{Name: "server",
+			Description: []string{"The API endpoint every cluster in it is pointed at, an C(https://) URL (k3s writes C(https://127.0.0.1:6443)). Default: as written."}},
+		{Name: "cluster_name",
+			Description: []string{"The name of the cluster, user and context that k3s calls C(default). Default: as written."}},
+		{Name: "backup", Type: ansible.TypeBool, Default: false,
+			Description: []string{"Keep a file with other content beside it, as C(<dest>.<pid>.<timestamp>~), before replacing it."}},
+	}},
+	Examples: `
+- name: Read the kubeconfig on the first server
+  gitops.k3s_flux.k3s_node_info:
+    return_kubeconfig: true
+  register: first
+  become: true
+  no_log: true
+
+- name: Write it on the controller
+  gitops.k3s_flux.k3s_kubeconfig:
+    content: "{{ first.kubeconfig }}"
+    dest: "{{ playbook_dir }}/.generated/kubeconfig"
+    server: https://10.0.0.11:6443
+    cluster_name: homelab
+    backup: true
+  delegate_to: localhost
+`,
+	Returns: []ansible.Return{
+		{Name: "dest", Description: []string{"The file written (the target of a link)."}, Returned: "always", Type: "str", Sample: "/home/me/.kube/homelab"},
+		{Name: "server", Description: []string{"The API endpoint of the current context's cluster."}, Returned: "always", Type: "str", Sample: "https://10.0.0.11:6443"},
+		{Name: "context", Description: []string{"The current context."}, Returned: "always", Type: "str", Sample: "homelab"},
+		{Name: "backup_file", Description: []string{"The copy of the file that was replaced."}, Returned: "changed and backup", Type: "str", Sample: "/home/me/.kube/homelab.4242.2026-12-03@09:41:00~"},
+	},
+}

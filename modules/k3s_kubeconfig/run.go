@@ -1,0 +1,238 @@
+package k3skubeconfig
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible"
+	"github.com/gitops-k3s-flux/k3s_flux/internal/atomicfile"
+)
+
+// fileMode is the only mode a kubeconfig gets: it holds the admin's key.
+const fileMode fs.FileMode = 0o600
+
+// k3sName is what k3s calls the cluster, user and context it writes.
+const k3sName = "default"
+
+type args struct {
+	Content     string `json:"content"`
+	Dest        string `json:"dest"`
+	Server      string `json:"server"`
+	ClusterName string `json:"cluster_name"`
+	Backup      bool   `json:"backup"`
+}
+
+func run(_ context.Context, req *ansible.Request) (*ansible.Result, error) {
+	var a args
+	if err := req.Decode(&a); err != nil {
+		return nil, err
+	}
+	if a.Server != "" {
+		if err := checkServer(a.Server); err != nil {
+			return nil, err
+		}
+	}
+	cfg, err := clientcmd.Load([]byte(a.Content))
+	if err != nil {
+		return nil, fmt.Errorf("content is not a kubeconfig: %w", err)
+	}
+	addSecrets(req, cfg)
+	if len(cfg.Clusters) == 0 {
+		return nil, errors.New("content is not a kubeconfig: it has no clusters (expected the admin kubeconfig k3s writes on a server)")
+	}
+	rewrite(cfg, a.Server, a.ClusterName)
+	content, err := clientcmd.Write(*cfg)
+	if err != nil {
+		return nil, fmt.Errorf("encode the kubeconfig: %w", err)
+	}
+
+	dest, err := target(a.Dest)
+	if err != nil {
+		return nil, err
+	}
+	res := &ansible.Result{}
+	res.Set("dest", dest)
+	res.Set("context", cfg.CurrentContext)
+	res.Set("server", currentServer(cfg))
+
+	old, mode, exists, err := readDest(dest)
+	if err != nil {
+		return res, err
+	}
+	if exists {
+		if prev, err := clientcmd.Load(old); err == nil {
+			addSecrets(req, prev)
+		}
+	}
+	contentChanged := !exists || !bytes.Equal(old, content)
+	res.Changed = contentChanged || mode != fileMode
+	if contentChanged {
+		before := ""
+		if exists {
+			before = redact(string(old))
+		}
+		res.Diff = []ansible.Diff{{Before: before, After: redact(string(content)), BeforeHeader: dest, AfterHeader: dest}}
+	}
+	if !res.Changed || req.CheckMode {
+		return res, nil
+	}
+	if !contentChanged {
+		if err := os.Chmod(dest, fileMode); err != nil {
+			return res, fmt.Errorf("chmod %s: %w", dest, err)
+		}
+		return res, nil
+	}
+	if exists && a.Backup {
+		name, err := atomicfile.Backup(dest, old, fileMode)
+		if err != nil {
+			return res, err
+		}
+		res.Set("backup_file", name)
+	}
+	// A directory made here is private: only the kubeconfig goes in it.
+	if err := os.MkdirAll(filepath.Dir(dest), 0o700); err != nil {
+		return res, fmt.Errorf("create directory %s: %w", filepath.Dir(dest), err)
+	}
+	return res, atomicfile.Write(dest, bytes.NewReader(content), fileMode)
+}
+
+// checkServer accepts an https URL with a host and nothing after the port.
+func checkServer(server string) error {
+	u, err := url.Parse(server)
+	if err != nil || u.Scheme != "https" || u.Host == "" || u.Hostname() == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.User != nil {
+		return fmt.Errorf("server %q is not an API endpoint: expected https://<host>:<port>, as https://10.0.0.11:6443", server)
+	}
+	return nil
+}
+
+// rewrite points every cluster at server and renames k3s's "default" to
+// name, each when given.
+func rewrite(cfg *clientcmdapi.Config, server, name string) {
+	if server != "" {
+		for _, c := range cfg.Clusters {
+			c.Server = strings.TrimSuffix(server, "/")
+		}
+	}
+	if name == "" || name == k3sName {
+		return
+	}
+	renameKey(cfg.Clusters, name)
+	renameKey(cfg.AuthInfos, name)
+	renameKey(cfg.Contexts, name)
+	for _, c := range cfg.Contexts {
+		if c.Cluster == k3sName {
+			c.Cluster = name
+		}
+		if c.AuthInfo == k3sName {
+			c.AuthInfo = name
+		}
+	}
+	if cfg.CurrentContext == k3sName {
+		cfg.CurrentContext = name
+	}
+}
+
+// renameKey moves m["default"] to m[name], unless name is taken.
+func renameKey[T any](m map[string]T, name string) {
+	v, ok := m[k3sName]
+	if _, taken := m[name]; !ok || taken {
+		return
+	}
+	delete(m, k3sName)
+	m[name] = v
+}
+
+func currentServer(cfg *clientcmdapi.Config) string {
+	if c, ok := cfg.Contexts[cfg.CurrentContext]; ok {
+		if cl, ok := cfg.Clusters[c.Cluster]; ok {
+			return cl.Server
+		}
+	}
+	return ""
+}
+
+// addSecrets masks the kubeconfig's credentials in every result, as the
+// base64 the file holds and as the values they decode to.
+func addSecrets(req *ansible.Request, cfg *clientcmdapi.Config) {
+	for _, u := range cfg.AuthInfos {
+		req.AddSecret(u.Token)
+		req.AddSecret(u.Password)
+		req.AddSecret(string(u.ClientKeyData))
+	}
+	if raw, err := clientcmd.Write(*cfg); err == nil {
+		for _, line := range strings.Split(string(raw), "\n") {
+			if key, value, ok := secretLine(line); ok && key != "" {
+				req.AddSecret(value)
+			}
+		}
+	}
+}
+
+// secretKeys are the kubeconfig fields whose values are credentials.
+var secretKeys = map[string]bool{"client-key-data": true, "token": true, "password": true}
+
+// secretLine says whether a kubeconfig line holds a credential, and which.
+func secretLine(line string) (key, value string, ok bool) {
+	k, v, found := strings.Cut(strings.TrimSpace(line), ":")
+	if !found || !secretKeys[k] {
+		return "", "", false
+	}
+	return k, strings.TrimSpace(v), true
+}
+
+// redact replaces the credentials in a kubeconfig's text, for the diff.
+func redact(text string) string {
+	lines := strings.Split(text, "\n")
+	for i, line := range lines {
+		if key, _, ok := secretLine(line); ok {
+			indent := line[:len(line)-len(strings.TrimLeft(line, " "))]
+			lines[i] = indent + key + ": <redacted>"
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// target is dest, or the file a link at dest points to.
+func target(dest string) (string, error) {
+	resolved, err := filepath.EvalSymlinks(dest)
+	switch {
+	case err == nil:
+		return resolved, nil
+	case errors.Is(err, fs.ErrNotExist):
+		if _, lerr := os.Lstat(dest); lerr == nil {
+			return "", fmt.Errorf("dest %s is a link to a missing file", dest)
+		}
+		return dest, nil
+	default:
+		return "", fmt.Errorf("dest %s: %w", dest, err)
+	}
+}
+
+// readDest reads what is at dest: its content and mode, if it exists.
+func readDest(dest string) (content []byte, mode fs.FileMode, exists bool, err error) {
+	info, err := os.Stat(dest)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, 0, false, nil
+	}
+	if err != nil {
+		return nil, 0, false, fmt.Errorf("inspect %s: %w", dest, err)
+	}
+	if !info.Mode().IsRegular() {
+		return nil, 0, false, fmt.Errorf("dest %s is not a regular file (%s)", dest, info.Mode().Type())
+	}
+	content, err = os.ReadFile(dest)
+	if err != nil {
+		return nil, 0, false, fmt.Errorf("read %s: %w", dest, err)
+	}
+	return content, info.Mode().Perm(), true, nil
+}

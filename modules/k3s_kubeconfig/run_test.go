@@ -1,0 +1,187 @@
+package k3skubeconfig
+
+import (
+	"encoding/base64"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible/ansibletest"
+)
+
+// k3sKey is the admin's client key in the test kubeconfig: it must never
+// reach stdout, as the base64 the file holds nor decoded.
+const k3sKey = "-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIK3sSecretAdminKeyMaterial\n-----END EC PRIVATE KEY-----\n"
+
+// k3sYAML is a kubeconfig as k3s writes /etc/rancher/k3s/k3s.yaml.
+var k3sYAML = `apiVersion: v1
+clusters:
+- cluster:
+    certificate-authority-data: ` + base64.StdEncoding.EncodeToString([]byte("ca cert")) + `
+    server: https://127.0.0.1:6443
+  name: default
+contexts:
+- context:
+    cluster: default
+    user: default
+  name: default
+current-context: default
+kind: Config
+preferences: {}
+users:
+- name: default
+  user:
+    client-certificate-data: ` + base64.StdEncoding.EncodeToString([]byte("client cert")) + `
+    client-key-data: ` + base64.StdEncoding.EncodeToString([]byte(k3sKey)) + `
+`
+
+func TestSidecarDocs(t *testing.T) {
+	ansibletest.CheckSidecar(t, module)
+}
+
+func TestBadInputs(t *testing.T) {
+	ansibletest.CheckBadInputs(t, module, ansibletest.BadInputs(module, map[string]any{"content": k3sYAML, "dest": "/tmp/kubeconfig"}), k3sYAML)
+}
+
+// No no_log value reaches stdout, whatever shape the arguments take; the
+// body runs in check mode, so nothing is written.
+func FuzzNoLog(f *testing.F) {
+	ansibletest.FuzzNoLog(f, module, map[string]any{"dest": filepath.Join(f.TempDir(), "kubeconfig")}, run)
+}
+
+func write(t *testing.T, args map[string]any) (map[string]any, int, string) {
+	t.Helper()
+	return ansibletest.Run(t, module, run, args)
+}
+
+func noSecret(t *testing.T, raw string) {
+	t.Helper()
+	assert.NotContains(t, raw, "K3sSecretAdminKeyMaterial")
+	assert.NotContains(t, raw, base64.StdEncoding.EncodeToString([]byte(k3sKey)))
+}
+
+func TestWrite(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "new")
+	dest := filepath.Join(dir, "kubeconfig")
+	args := map[string]any{"content": k3sYAML, "dest": dest, "server": "https://10.0.0.11:6443", "cluster_name": "homelab", "_ansible_diff": true}
+
+	// Check mode: reports the change and its diff, writes nothing.
+	res, code, raw := write(t, ansibletest.With(args, "_ansible_check_mode", true))
+	require.Equal(t, 0, code, res["msg"])
+	assert.Equal(t, true, res["changed"])
+	noSecret(t, raw)
+	assert.NoDirExists(t, dir)
+
+	res, code, raw = write(t, args)
+	require.Equal(t, 0, code, res["msg"])
+	assert.Equal(t, true, res["changed"])
+	assert.Equal(t, "homelab", res["context"])
+	assert.Equal(t, "https://10.0.0.11:6443", res["server"])
+	noSecret(t, raw)
+	diff := res["diff"].(map[string]any)
+	assert.Contains(t, diff["after"], "client-key-data: <redacted>")
+	assert.Contains(t, diff["after"], "server: https://10.0.0.11:6443")
+	assert.Equal(t, "", diff["before"])
+
+	got, err := os.ReadFile(dest)
+	require.NoError(t, err)
+	assert.Contains(t, string(got), "server: https://10.0.0.11:6443")
+	assert.Contains(t, string(got), "current-context: homelab")
+	assert.Contains(t, string(got), "client-key-data: "+base64.StdEncoding.EncodeToString([]byte(k3sKey)))
+	assert.NotContains(t, string(got), "default")
+	for path, want := range map[string]os.FileMode{dest: 0o600, dir: 0o700} {
+		info, err := os.Stat(path)
+		require.NoError(t, err)
+		assert.Equal(t, want, info.Mode().Perm(), path)
+	}
+
+	// Idempotent.
+	res, code, _ = write(t, args)
+	require.Equal(t, 0, code, res["msg"])
+	assert.Equal(t, false, res["changed"])
+	assert.Nil(t, res["diff"])
+
+	// Same content, wrong mode: fixed, without a diff.
+	require.NoError(t, os.Chmod(dest, 0o644))
+	res, _, _ = write(t, args)
+	assert.Equal(t, true, res["changed"])
+	assert.Nil(t, res["diff"])
+	info, err := os.Stat(dest)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), info.Mode().Perm())
+
+	// Another endpoint: replaced, the old file kept with backup.
+	res, code, raw = write(t, ansibletest.With(args, "server", "https://10.0.0.12:6443", "backup", true))
+	require.Equal(t, 0, code, res["msg"])
+	assert.Equal(t, true, res["changed"])
+	noSecret(t, raw)
+	diff = res["diff"].(map[string]any)
+	assert.Contains(t, diff["before"], "server: https://10.0.0.11:6443")
+	assert.Contains(t, diff["before"], "client-key-data: <redacted>")
+	backup, _ := res["backup_file"].(string)
+	require.NotEmpty(t, backup)
+	old, err := os.ReadFile(backup)
+	require.NoError(t, err)
+	assert.Contains(t, string(old), "server: https://10.0.0.11:6443")
+}
+
+func TestKeepsWhatIsNotGiven(t *testing.T) {
+	dest := filepath.Join(t.TempDir(), "kubeconfig")
+	res, code, _ := write(t, map[string]any{"content": k3sYAML, "dest": dest})
+	require.Equal(t, 0, code, res["msg"])
+	assert.Equal(t, "default", res["context"])
+	assert.Equal(t, "https://127.0.0.1:6443", res["server"])
+}
+
+func TestFollowsALink(t *testing.T) {
+	dir := t.TempDir()
+	real := filepath.Join(dir, "real")
+	require.NoError(t, os.WriteFile(real, []byte("old"), 0o600))
+	link := filepath.Join(dir, "config")
+	require.NoError(t, os.Symlink(real, link))
+	res, code, _ := write(t, map[string]any{"content": k3sYAML, "dest": link})
+	require.Equal(t, 0, code, res["msg"])
+	assert.Equal(t, real, res["dest"])
+	target, err := os.Readlink(link)
+	require.NoError(t, err)
+	assert.Equal(t, real, target, "the link stays a link")
+	got, err := os.ReadFile(real)
+	require.NoError(t, err)
+	assert.Contains(t, string(got), "client-key-data")
+}
+
+func TestFailures(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.Symlink(filepath.Join(dir, "gone"), filepath.Join(dir, "dangling")))
+	for _, tc := range []struct {
+		name string
+		args map[string]any
+		msg  string
+	}{
+		{"not a kubeconfig", map[string]any{"content": "client-key-data: " + k3sKey + "\n: : :", "dest": filepath.Join(dir, "a")}, "content is not a kubeconfig"},
+		{"no clusters", map[string]any{"content": "apiVersion: v1\nkind: Config\n", "dest": filepath.Join(dir, "a")}, "content is not a kubeconfig: it has no clusters"},
+		{"server not https", map[string]any{"content": k3sYAML, "dest": filepath.Join(dir, "a"), "server": "http://10.0.0.11:6443"}, `server "http://10.0.0.11:6443" is not an API endpoint: expected https://<host>:<port>`},
+		{"server with a path", map[string]any{"content": k3sYAML, "dest": filepath.Join(dir, "a"), "server": "https://10.0.0.11:6443/api"}, "is not an API endpoint"},
+		{"dest a directory", map[string]any{"content": k3sYAML, "dest": dir}, "dest " + dir + " is not a regular file"},
+		{"dest a dangling link", map[string]any{"content": k3sYAML, "dest": filepath.Join(dir, "dangling")}, "is a link to a missing file"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, code, raw := write(t, tc.args)
+			assert.Equal(t, 1, code)
+			assert.Contains(t, res["msg"], tc.msg)
+			noSecret(t, raw)
+			assert.NoFileExists(t, filepath.Join(dir, "a"))
+		})
+	}
+}
+
+func TestRedact(t *testing.T) {
+	in := "users:\n- name: a\n  user:\n    token: abc\n    password: pw\n    client-key-data: xyz\n    client-certificate-data: cert\n"
+	out := redact(in)
+	assert.Equal(t, "users:\n- name: a\n  user:\n    token: <redacted>\n    password: <redacted>\n    client-key-data: <redacted>\n    client-certificate-data: cert\n", out)
+	assert.False(t, strings.Contains(out, "abc"))
+}
