@@ -21,7 +21,9 @@ MODULE = "gitops.k3s_flux.k3s_node"
 
 
 class ActionModule(BinaryModuleAction):
-    TRANSFERS_FILES = True
+    # The temporary directory is made only when files must be sent (an airgap install), so a
+    # pipelined task that installs nothing stays one command on the node.
+    TRANSFERS_FILES = False
 
     def run(self, tmp=None, task_vars=None):
         base = ActionBase.run(self, tmp, task_vars)
@@ -30,12 +32,12 @@ class ActionModule(BinaryModuleAction):
         if base.get("failed"):
             return base
         args = dict(self._task.args)
-        tmpdir = self._connection._shell.tmpdir
         try:
             result = dict(base)
             result.update(self._execute_module(module_name=MODULE, module_args=args, task_vars=task_vars))
             if not result.get("airgap_transfer_needed") or args.get("remote_src"):
                 return result
+            tmpdir = self._connection._shell.tmpdir or self._make_tmp_path()
             staged = dict(args, remote_src=True)
             for option in AIRGAP_FILES:
                 if not args.get(option):
@@ -47,11 +49,11 @@ class ActionModule(BinaryModuleAction):
                 remote = self._connection._shell.join_path(tmpdir, "airgap-" + os.path.basename(local))
                 self._transfer_file(local, remote)
                 staged[option] = remote
-            # The module file and its args are put in tmpdir again; their
-            # permissions are fixed then, the files' here.
+            # The module file and its args, when Ansible sends them, are put in tmpdir again;
+            # their permissions are fixed then, the files' here.
             self._fixup_perms2([tmpdir] + [staged[o] for o in AIRGAP_FILES if args.get(o)])
             result = dict(base)
             result.update(self._execute_module(module_name=MODULE, module_args=staged, task_vars=task_vars))
             return result
         finally:
-            self._remove_tmp_path(tmpdir)
+            self._remove_tmp_path(self._connection._shell.tmpdir)

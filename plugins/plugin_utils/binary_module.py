@@ -8,15 +8,30 @@ once (cached for the play as the fact gitops_k3s_flux_platform) and sends the bi
 that platform: plugins/bin/<os>_<arch>/<name> for a node module, or for a controller-side module
 the one binary that serves them all, plugins/bin/<os>_<arch>/controller. A platform with no
 binary fails naming it.
+
+With pipelining on (ansible.cfg `pipelining = True`, as for Python modules) a task is one command
+on the host: the binary is kept there under a name that holds its sha256 (in
+/var/lib/gitops.k3s_flux/bin when it runs as root, else in the user's ~/.cache/gitops.k3s_flux/bin),
+sent only when that name is missing, and given its args on standard input. Without pipelining,
+Ansible's own way: binary and args file copied into a temporary directory for every task.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 import os
+import shlex
 
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
+from ansible.vars.clean import remove_internal_keys
+
+try:  # ansible-core 2.19: args are encoded with the module's serialization profile
+    from ansible.module_utils.common.json import Direction, get_module_encoder
+except ImportError:  # ansible-core < 2.19: plain JSON
+    Direction = get_module_encoder = None
 
 FACT = "gitops_k3s_flux_platform"
 
@@ -31,6 +46,14 @@ PLATFORMS = {
     ("Darwin", "x86_64"): "darwin_amd64",
     ("Darwin", "arm64"): "darwin_arm64",
 }
+
+# Where a host keeps the binaries: root's is root's alone; any other user's is in their home.
+ROOT_CACHE = "/var/lib/gitops.k3s_flux/bin"
+USER_CACHE = '"${XDG_CACHE_HOME:-$HOME/.cache}/gitops.k3s_flux/bin"'
+# What the host answers when the binary is not there yet.
+MISSING = "GITOPS_K3S_FLUX_BINARY_MISSING"
+# The build's sums of every binary (make build), so a task need not hash 50 MB.
+SUMS = os.path.join("plugins", "bin", "SHA256SUMS")
 
 COLLECTION_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -59,6 +82,53 @@ def binary_path(root, name, platform, multicall=None):
     return os.path.join(root, "plugins", "bin", platform, name)
 
 
+def binary_sha256(root, path):
+    """The sha256 of the binary at path: from the build's SHA256SUMS when it is not older than
+    the binary, else computed."""
+    rel = os.path.relpath(path, root)
+    sums = os.path.join(root, SUMS)
+    try:
+        if os.stat(sums).st_mtime >= os.stat(path).st_mtime:
+            with open(sums) as f:
+                for line in f:
+                    fields = line.split()
+                    if len(fields) == 2 and fields[1] == rel:
+                        return fields[0]
+    except OSError:
+        pass
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def cached_name(binary, sha256):
+    """The name a binary is kept under on a host: another build is another name."""
+    return "%s-%s" % (binary, sha256[:16])
+
+
+def run_script(binary, name, upload=None):
+    """The shell that runs the kept binary name with its args on standard input. Without upload
+    it answers MISSING when the binary is not there; with upload (the path the binary was just
+    sent to) it first puts it in place, atomically, and removes the other builds of binary."""
+    lines = [
+        'if [ "$(id -u)" = 0 ]; then d=%s; else d=%s; fi' % (ROOT_CACHE, USER_CACHE),
+        'b="$d/%s"' % name,
+    ]
+    if upload is None:
+        lines.append('[ -x "$b" ] || { echo %s; exit 0; }' % MISSING)
+    else:
+        lines += [
+            "umask 077",
+            't="$d/.%s.$$"' % name,
+            'mkdir -p "$d" && cp %s "$t" && chmod 0700 "$t" && mv -f "$t" "$b" || { rm -f "$t"; exit 1; }' % shlex.quote(upload),
+            'for f in "$d"/%s-*; do [ "$f" = "$b" ] || rm -f "$f"; done' % binary,
+        ]
+    lines.append('exec "$b" -')
+    return "\n".join(lines)
+
+
 class BinaryModuleAction(ActionBase):
     """Runs this action's module as the binary built for the target's platform."""
 
@@ -74,7 +144,8 @@ class BinaryModuleAction(ActionBase):
         return result
 
     def _target_platform(self, task_vars, result):
-        """The host's platform: the cached fact, else one `uname -sm`, returned as a fact.
+        """The host's platform: the cached fact, else one `uname -sm` (the controller's own for
+        the local connection), returned as a fact.
 
         A delegated task (delegate_to: localhost) runs on another host than the one whose facts
         it would read and set, so it asks every time and caches nothing."""
@@ -82,12 +153,17 @@ class BinaryModuleAction(ActionBase):
         cached = None if delegated else (task_vars.get("ansible_facts") or {}).get(FACT) or task_vars.get(FACT)
         if cached:
             return cached
-        res = self._low_level_execute_command("uname -sm", sudoable=False)
-        if res.get("rc") != 0:
-            result.update(failed=True, msg="uname -sm failed on the host (rc %s): %s" % (res.get("rc"), (res.get("stderr") or "").strip()))
-            return None
+        if getattr(self._connection, "transport", None) == "local":
+            # The task runs here, on the controller, where this plugin runs: no command needed.
+            uname = "%s %s" % (os.uname().sysname, os.uname().machine)
+        else:
+            res = self._low_level_execute_command("uname -sm", sudoable=False)
+            if res.get("rc") != 0:
+                result.update(failed=True, msg="uname -sm failed on the host (rc %s): %s" % (res.get("rc"), (res.get("stderr") or "").strip()))
+                return None
+            uname = res.get("stdout", "")
         try:
-            platform = platform_of(res.get("stdout", ""))
+            platform = platform_of(uname)
         except ValueError as e:
             result.update(failed=True, msg=str(e))
             return None
@@ -95,20 +171,59 @@ class BinaryModuleAction(ActionBase):
             result.setdefault("ansible_facts", {})[FACT] = platform
         return platform
 
+    def _execute_module(self, module_name=None, module_args=None, tmp=None, task_vars=None, persist_files=False, delete_remote_tmp=None, wrap_async=False, **kwargs):
+        platform = getattr(self, "_platform", None)
+        if not platform or wrap_async or self._task.async_val or not self._is_pipelining_enabled("new"):
+            return super()._execute_module(module_name=module_name, module_args=module_args, tmp=tmp, task_vars=task_vars,
+                                           persist_files=persist_files, delete_remote_tmp=delete_remote_tmp, wrap_async=wrap_async, **kwargs)
+        return self._execute_kept(module_name or self._task.action, dict(self._task.args if module_args is None else module_args), task_vars or {})
+
+    def _execute_kept(self, module_name, module_args, task_vars):
+        """Runs the binary kept on the host with the args on standard input: one command, and
+        a second that first sends the binary when the host has not got this build."""
+        name = module_name.split(".")[-1]
+        binary = self.MULTICALL or name
+        path = self._binary(name)
+        kept = cached_name(binary, binary_sha256(COLLECTION_ROOT, path))
+        self._update_module_args(module_name, module_args, task_vars)
+        if get_module_encoder is None:
+            in_data = json.dumps(module_args).encode()
+        else:
+            in_data = json.dumps(module_args, cls=get_module_encoder("legacy", Direction.CONTROLLER_TO_MODULE)).encode()
+        env = self._compute_environment_string()
+
+        def run(upload=None):
+            cmd = "/bin/sh -c %s" % shlex.quote(run_script(binary, kept, upload))
+            return self._low_level_execute_command((env + " " + cmd).strip(), sudoable=True, in_data=in_data)
+
+        res = run()
+        if res.get("rc") == 0 and res.get("stdout", "").strip() == MISSING:
+            tmpdir = self._connection._shell.tmpdir or self._make_tmp_path()
+            upload = self._connection._shell.join_path(tmpdir, kept)
+            self._transfer_file(path, upload)
+            self._fixup_perms2([tmpdir, upload])
+            res = run(upload)
+        data = self._parse_returned_data(res) if get_module_encoder is None else self._parse_returned_data(res, "legacy")
+        data.pop("_ansible_suppress_tmpdir_delete", None)
+        remove_internal_keys(data)
+        return data
+
+    def _binary(self, name):
+        """The path of module name's binary for the host's platform; fails naming a missing one."""
+        path = binary_path(COLLECTION_ROOT, name, self._platform, self.MULTICALL)
+        if not os.path.isfile(path):
+            raise AnsibleActionFail("module %s has no binary for %s in this collection (%s)" % (name, self._platform, path))
+        return path
+
     def _configure_module(self, module_name, module_args, task_vars):
         configured = super()._configure_module(module_name, module_args, task_vars)
         platform = getattr(self, "_platform", None)
         if not platform:
             return configured
-        name = module_name.split(".")[-1]
-        path = binary_path(COLLECTION_ROOT, name, platform, self.MULTICALL)
-        try:
-            with open(path, "rb") as f:
-                data = f.read()
-        except OSError as e:
-            raise AnsibleActionFail("module %s has no binary for %s in this collection (%s): %s" % (name, platform, path, e.strerror))
+        with open(self._binary(module_name.split(".")[-1]), "rb") as f:
+            data = f.read()
         if len(configured) == 4:  # ansible-core < 2.19: (style, shebang, data, path)
             style, shebang, _, _ = configured
-            return style, shebang, data, path
+            return style, shebang, data, f.name
         built, _ = configured  # ansible-core 2.19: (_BuiltModule, path)
-        return dataclasses.replace(built, b_module_data=data), path
+        return dataclasses.replace(built, b_module_data=data), f.name

@@ -77,7 +77,9 @@ func TestNodeLostMidPlay(t *testing.T) {
 		require.Error(t, err, "node3 failed, so the play does")
 		r := parseRecap(playResult{output: output, recap: map[string]map[string]int{}})
 		assert.Equal(t, 1, r.recap["node3"]["unreachable"], output)
-		assert.Regexp(t, `fatal: \[node3\]: UNREACHABLE! => .*"msg": "(Task failed: )?Failed to connect to the host via ssh`, output)
+		// Pipelined, the cut can land while sudo's answer is awaited: Ansible then reports that
+		// timeout, still as UNREACHABLE (as it does for a Python module).
+		assert.Regexp(t, `fatal: \[node3\]: UNREACHABLE! => .*"msg": "(Task failed: )?(Failed to connect to the host via ssh|Timeout \(\d+s\) waiting for privilege escalation prompt)`, output)
 		for _, h := range []string{"node1", "node2"} {
 			assert.Equal(t, 0, r.recap[h]["failed"]+r.recap[h]["unreachable"], "%s completes: %s", h, output)
 		}

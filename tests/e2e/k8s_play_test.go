@@ -151,6 +151,25 @@ func TestBootstrapPlay(t *testing.T) {
 		assert.Equal(t, map[string]int{"node1": 0, "node2": 0, "node3": 0, "localhost": 0}, r.changed(), r.output)
 	})
 
+	t.Run("pipelined, a re-run sends no binary: the nodes keep them", func(t *testing.T) {
+		r := play(scenario(c, "converge"), "-vvv")
+		require.NoError(t, r.err, r.output)
+		for _, h := range b.Hosts.Hosts {
+			out, err := h.Exec("cd /var/lib/gitops.k3s_flux/bin 2>/dev/null && stat -c '%a %U' . && ls")
+			if !pipelining() {
+				assert.Error(t, err, "%s: without pipelining nothing is kept: %s", h.Name, out)
+				continue
+			}
+			require.NoError(t, err, h.Name)
+			assert.Regexp(t, `^700 root\nk3s_config-[0-9a-f]{16}\nk3s_node-[0-9a-f]{16}\n`, out, h.Name)
+		}
+		if pipelining() {
+			assert.NotContains(t, r.output, "> PUT ", "every module ran from the binary kept on its host")
+		} else {
+			assert.Contains(t, r.output, "> PUT ")
+		}
+	})
+
 	t.Run("a stopped node whose unit was removed is repaired", func(t *testing.T) {
 		_, err := b.Hosts.Host("node2").Exec("systemctl stop k3s-agent && rm /var/lib/rancher/k3s/standin/k3s-agent.exec /var/lib/rancher/k3s/standin/k3s-agent.enabled")
 		require.NoError(t, err)
@@ -233,10 +252,10 @@ func TestBootstrapPlay(t *testing.T) {
 		r := play(scenario(c, "converge"), "-e", "@"+changedVars, "-vvv")
 		require.NoError(t, r.err, r.output)
 		assert.Equal(t, map[string]int{"node1": 0, "node2": 0, "node3": 0, "localhost": 0}, r.changed())
-		// The action plugins ask each node its platform once for the whole play (over SSH); on
-		// the controller, once for the hand-off's play and once for the delegated cluster_nodes.
+		// The action plugins ask each node its platform once for the whole play (over SSH); the
+		// controller's own tasks (local connection) need no command.
 		assert.Equal(t, 3, strings.Count(r.output, `'"'"'uname -sm && sleep 0'"'"'`), "one uname per node")
-		assert.Equal(t, 5, strings.Count(r.output, "uname -sm && sleep 0"), "and two on the controller")
+		assert.Equal(t, 3, strings.Count(r.output, "uname -sm && sleep 0"), "and none on the controller")
 		assert.Contains(t, r.output, `"gitops_k3s_flux_platform": "linux_amd64"`)
 		nodeToken, err := b.Hosts.Host("node1").Exec("cat /var/lib/rancher/k3s/server/node-token")
 		require.NoError(t, err)

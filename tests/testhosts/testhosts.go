@@ -1,7 +1,7 @@
 // Package testhosts creates SSH test hosts on this machine, made like a
 // homelab's nodes: each host is a network namespace with its own address on
 // a private bridge, its own hostname, its own /etc/rancher,
-// /var/lib/rancher, /usr/local/bin, /root and /home (a private mount namespace), no
+// /var/lib/rancher, /var/lib/gitops.k3s_flux, /usr/local/bin, /root and /home (a private mount namespace), no
 // Python interpreter at all (hidden in that namespace), a user with sudo
 // rather than root to log in as, and an sshd that takes key auth only. It
 // writes an Ansible inventory for them and tears everything down by PID,
@@ -29,8 +29,9 @@ const (
 	DefaultSubnet = "10.213.0"
 )
 
-// PrivateDirs are the host paths each test host gets its own copy of.
-var PrivateDirs = []string{"/etc/rancher", "/var/lib/rancher", "/usr/local/bin", "/root", "/home"}
+// PrivateDirs are the host paths each test host gets its own copy of
+// (/var/lib/gitops.k3s_flux: the module binaries a pipelined play keeps).
+var PrivateDirs = []string{"/etc/rancher", "/var/lib/rancher", "/var/lib/gitops.k3s_flux", "/usr/local/bin", "/root", "/home"}
 
 // User is the account Ansible logs in as: unprivileged, with sudo (without
 // a password), as on a homelab's node. Its UID is unlikely to be taken on

@@ -1,13 +1,23 @@
-# Unit tests of the platform selection (make test-unit runs them with python3 -m unittest).
+# Unit tests of the platform selection and of the binaries kept on a host (make test-unit runs
+# them with python3).
 from __future__ import annotations
 
+import hashlib
 import os
+import stat
+import subprocess
+import tempfile
+import time
 import unittest
 
 from ansible_collections.gitops.k3s_flux.plugins.plugin_utils.binary_module import (
     COLLECTION_ROOT,
+    MISSING,
     binary_path,
+    binary_sha256,
+    cached_name,
     platform_of,
+    run_script,
 )
 
 
@@ -47,6 +57,87 @@ class BinaryPath(unittest.TestCase):
 
     def test_collection_root(self):
         self.assertTrue(os.path.isfile(os.path.join(COLLECTION_ROOT, "galaxy.yml")), COLLECTION_ROOT)
+
+
+class BinarySHA256(unittest.TestCase):
+    def setUp(self):
+        self.root = tempfile.mkdtemp()
+        os.makedirs(os.path.join(self.root, "plugins", "bin", "linux_arm64"))
+        self.path = os.path.join(self.root, "plugins", "bin", "linux_arm64", "k3s_node")
+        with open(self.path, "wb") as f:
+            f.write(b"\x7fELF binary")
+        self.real = hashlib.sha256(b"\x7fELF binary").hexdigest()
+
+    def write_sums(self, text, age=0):
+        sums = os.path.join(self.root, "plugins", "bin", "SHA256SUMS")
+        with open(sums, "w") as f:
+            f.write(text)
+        t = os.stat(self.path).st_mtime + age
+        os.utime(sums, (t, t))
+
+    def test_from_the_build_sums(self):
+        self.write_sums("%s  plugins/bin/linux_arm64/k3s_node\n" % ("a" * 64))
+        self.assertEqual(binary_sha256(self.root, self.path), "a" * 64)
+
+    def test_computed_without_sums(self):
+        self.assertEqual(binary_sha256(self.root, self.path), self.real)
+
+    def test_computed_when_sums_are_older(self):
+        # A binary rebuilt without make build: its old sum would keep the old build on hosts.
+        self.write_sums("%s  plugins/bin/linux_arm64/k3s_node\n" % ("a" * 64), age=-10)
+        self.assertEqual(binary_sha256(self.root, self.path), self.real)
+
+    def test_computed_when_not_listed(self):
+        self.write_sums("%s  plugins/bin/linux_arm/k3s_node\n" % ("a" * 64))
+        self.assertEqual(binary_sha256(self.root, self.path), self.real)
+
+
+@unittest.skipIf(os.getuid() == 0, "as root it would write /var/lib/gitops.k3s_flux; make test-unit runs it as nobody")
+class KeptBinary(unittest.TestCase):
+    """run_script under a real sh, as a user without root: the user's cache in its HOME (the
+    root one is proven by the e2e tests on the test hosts)."""
+
+    def setUp(self):
+        self.home = tempfile.mkdtemp()
+        self.env = {"HOME": self.home, "PATH": "/usr/bin:/bin"}
+        self.dir = os.path.join(self.home, ".cache", "gitops.k3s_flux", "bin")
+        # A "binary" that answers with its args from standard input.
+        self.upload = os.path.join(tempfile.mkdtemp(), "upload")
+        with open(self.upload, "w") as f:
+            f.write('#!/bin/sh\nprintf "ran %s with " "$1"; cat\n')
+        os.chmod(self.upload, 0o700)
+
+    def sh(self, script):
+        return subprocess.run(["/bin/sh", "-c", script], input=b'{"a": 1}', env=self.env, capture_output=True, timeout=30)
+
+    def test_missing_then_sent_then_kept(self):
+        name = cached_name("k3s_node", "0123456789abcdef" * 4)
+        self.assertEqual(name, "k3s_node-0123456789abcdef")
+        res = self.sh(run_script("k3s_node", name))
+        self.assertEqual((res.returncode, res.stdout.decode().strip()), (0, MISSING), res.stderr)
+
+        os.makedirs(self.dir)
+        for old in ("k3s_node-00000000000000aa", "k3s_node_info-00000000000000bb"):
+            open(os.path.join(self.dir, old), "w").close()
+        res = self.sh(run_script("k3s_node", name, self.upload))
+        self.assertEqual(res.returncode, 0, res.stderr)
+        self.assertEqual(res.stdout.decode(), 'ran - with {"a": 1}')
+        # The other build of k3s_node is gone, another module's binary stays, no temp file left.
+        self.assertEqual(sorted(os.listdir(self.dir)), ["k3s_node-0123456789abcdef", "k3s_node_info-00000000000000bb"])
+        self.assertEqual(stat.S_IMODE(os.stat(os.path.join(self.dir, name)).st_mode), 0o700)
+
+        os.remove(self.upload)
+        res = self.sh(run_script("k3s_node", name))
+        self.assertEqual(res.stdout.decode(), 'ran - with {"a": 1}', res.stderr)
+
+    def test_failed_copy_leaves_nothing(self):
+        name = cached_name("k3s_node", "1" * 64)
+        res = self.sh(run_script("k3s_node", name, os.path.join(self.home, "gone")))
+        self.assertEqual(res.returncode, 1, res.stdout)
+        self.assertEqual(os.listdir(self.dir), [])
+
+    def test_quotes_the_upload_path(self):
+        self.assertIn("cp '/tmp/a b/x' ", run_script("k3s_node", "k3s_node-1", "/tmp/a b/x"))
 
 
 if __name__ == "__main__":
