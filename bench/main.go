@@ -3,7 +3,7 @@
 // one run, alternating the sides, and prints medians and ratios (ours /
 // baseline). Not a test: it prints, and appends to bench/RESULTS.md.
 //
-//	go run ./bench [-rounds 3] [-scale 1,4,8,16] [-results bench/RESULTS.md]
+//	go run ./bench [-rounds 5] [-scale 1,4,8,16] [-results bench/RESULTS.md]
 package main
 
 import (
@@ -12,11 +12,13 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -32,10 +34,11 @@ import (
 )
 
 func main() {
-	rounds := flag.Int("rounds", 3, "rounds per measurement and side")
+	rounds := flag.Int("rounds", 5, "rounds per measurement and side")
 	scale := flag.String("scale", "1,4,8,16", "host counts for the k3s_config scale run")
 	results := flag.String("results", "", "append the results to this markdown file (default bench/RESULTS.md)")
 	profile := flag.Bool("profile", false, "print each play's output with the profile_tasks callback (per-task times)")
+	pipelining := flag.Bool("pipelining", true, "run every play, both sides, with Ansible's pipelining (ANSIBLE_PIPELINING)")
 	flag.Parse()
 	root := repoRoot()
 	if *results == "" {
@@ -49,7 +52,7 @@ func main() {
 		}
 		counts = append(counts, n)
 	}
-	r := &runner{root: root, rounds: *rounds, profile: *profile}
+	r := &runner{root: root, rounds: *rounds, profile: *profile, pipelining: *pipelining}
 	if err := r.run(counts, *results); err != nil {
 		fail(err)
 	}
@@ -66,13 +69,16 @@ func repoRoot() string {
 }
 
 type runner struct {
-	root   string
-	rounds int
-	dir    string
-	env    []string
-	b      *bed.Bed
-	vars   []string // -e arguments every play gets
-	rows   []row
+	root      string
+	rounds    int
+	dir       string
+	env       []string
+	b         *bed.Bed
+	inventory string   // -i of every play: the test bed's, or a layout's
+	vars      []string // -e arguments every play gets
+	// pipelining is Ansible's pipelining, for every play of both sides.
+	pipelining bool
+	rows       []row
 	// profile prints every play's output, with per-task times.
 	profile bool
 }
@@ -105,7 +111,7 @@ func (r *runner) run(counts []int, results string) error {
 	}
 	r.env = append(os.Environ(), "ANSIBLE_COLLECTIONS_PATH="+collections+":/usr/share/ansible/collections:/usr/lib/python3/dist-packages/ansible_collections",
 		"ANSIBLE_NOCOLOR=1", "ANSIBLE_RETRY_FILES_ENABLED=0", "ANSIBLE_SSH_CONTROL_PATH_DIR="+filepath.Join(dir, "cp"),
-		"ANSIBLE_PYTHON_INTERPRETER=/usr/bin/python3")
+		"ANSIBLE_PYTHON_INTERPRETER=/usr/bin/python3", "ANSIBLE_PIPELINING="+strconv.FormatBool(r.pipelining))
 	if r.profile {
 		r.env = append(r.env, "ANSIBLE_CALLBACKS_ENABLED=ansible.posix.profile_tasks")
 	}
@@ -215,13 +221,24 @@ func (r *runner) writeVars(helm string) error {
 	if err := os.WriteFile(all, out, 0o600); err != nil {
 		return err
 	}
-	r.vars = []string{"-i", r.b.Hosts.Inventory, "-e", "@" + all}
+	r.inventory = r.b.Hosts.Inventory
+	r.vars = []string{"-e", "@" + all}
 	return nil
 }
 
 // play runs one playbook and returns its wall time.
 func (r *runner) play(playbook string, extra ...string) (time.Duration, error) {
-	args := append(append([]string{filepath.Join(r.root, "bench", "plays", playbook)}, r.vars...), extra...)
+	d, _, err := r.playOutput(playbook, extra...)
+	return d, err
+}
+
+// playOutput runs a bench play and returns its wall time and output.
+func (r *runner) playOutput(playbook string, extra ...string) (time.Duration, string, error) {
+	path := playbook
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(r.root, "bench", "plays", playbook)
+	}
+	args := append(append([]string{path, "-i", r.inventory}, r.vars...), extra...)
 	cmd := exec.Command("ansible-playbook", args...)
 	cmd.Env = r.env
 	start := time.Now()
@@ -231,9 +248,9 @@ func (r *runner) play(playbook string, extra ...string) (time.Duration, error) {
 		fmt.Printf("---- %s (%.2fs)\n%s", playbook, d.Seconds(), out)
 	}
 	if err != nil {
-		return d, fmt.Errorf("ansible-playbook %s: %w\n%s", playbook, err, out)
+		return d, string(out), fmt.Errorf("ansible-playbook %s: %w\n%s", playbook, err, out)
 	}
-	return d, nil
+	return d, string(out), nil
 }
 
 // side is one way of doing a step.
@@ -242,14 +259,13 @@ type side struct {
 	times    *[]time.Duration
 }
 
-// alternate runs each side once per round, swapping which goes first,
-// with reset before each run when given.
+// alternate runs each side once per round, in an order drawn at random
+// each round (a side that always ran first, or second, would carry what
+// the other left behind), with reset before each run when given.
 func (r *runner) alternate(reset func() error, sides ...side) error {
 	for i := 0; i < r.rounds; i++ {
-		order := sides
-		if i%2 == 1 {
-			order = []side{sides[1], sides[0]}
-		}
+		order := append([]side(nil), sides...)
+		rand.Shuffle(len(order), func(a, b int) { order[a], order[b] = order[b], order[a] })
 		for _, s := range order {
 			if reset != nil {
 				if err := reset(); err != nil {
@@ -281,9 +297,7 @@ func (r *runner) benchBootstrap(ctx context.Context) error {
 			fresh    *[]time.Duration
 			rerun    *[]time.Duration
 		}{{"ours_bootstrap.yml", &fresh.ours, &rerun.ours}, {"baseline_bootstrap.yml", &fresh.baseline, &rerun.baseline}}
-		if i%2 == 1 {
-			sides[0], sides[1] = sides[1], sides[0]
-		}
+		rand.Shuffle(len(sides), func(a, b int) { sides[a], sides[b] = sides[b], sides[a] })
 		for _, s := range sides {
 			if err := r.resetBootstrap(ctx); err != nil {
 				return err
@@ -301,6 +315,33 @@ func (r *runner) benchBootstrap(ctx context.Context) error {
 		}
 	}
 	r.rows = append(r.rows, fresh, rerun)
+	return r.benchBootstrapFloor()
+}
+
+// benchBootstrapFloor measures the limit the re-run competes with: a play
+// of as many no-op tasks (raw: true on localhost) as the role's re-run
+// runs, alternated with the re-run.
+func (r *runner) benchBootstrapFloor() error {
+	_, out, err := r.playOutput("ours_bootstrap.yml")
+	if err != nil {
+		return err
+	}
+	tasks := strings.Count(out, "\nTASK [")
+	var play strings.Builder
+	fmt.Fprintf(&play, "---\n# %d no-op tasks on localhost: as many as role flux_bootstrap's re-run runs.\n- name: Floor\n  hosts: localhost\n  gather_facts: false\n  tasks:\n", tasks)
+	for i := 0; i < tasks; i++ {
+		fmt.Fprintf(&play, "    - name: Nothing %d\n      ansible.builtin.raw: \"true\"\n      changed_when: false\n", i+1)
+	}
+	path := filepath.Join(r.dir, "floor_bootstrap.yml")
+	if err := os.WriteFile(path, []byte(play.String()), 0o600); err != nil {
+		return err
+	}
+	floor := row{name: fmt.Sprintf("flux_bootstrap re-run vs floor (%d no-op tasks)", tasks), note: "baseline column: raw true on localhost, as many tasks as the re-run runs. Target: at most 1.2"}
+	if err := r.alternate(nil, side{"ours_bootstrap.yml", &floor.ours}, side{path, &floor.baseline}); err != nil {
+		return err
+	}
+	fmt.Printf("  re-run %6.2fs  floor of %d no-op tasks %6.2fs\n", median(floor.ours).Seconds(), tasks, median(floor.baseline).Seconds())
+	r.rows = append(r.rows, floor)
 	return nil
 }
 
@@ -392,16 +433,16 @@ func (r *runner) benchCluster() error {
 		layouts = append(layouts, struct{ name, hosts, inventory string }{"HA 3+1", "k3s_cluster", inventory})
 	}
 	for i, l := range layouts {
-		saved := r.vars
-		r.vars = append([]string{"-i", l.inventory}, r.vars[2:]...) // r.vars starts with -i <bed inventory>
-		r.vars = append(r.vars, "-e", "bench_hosts="+l.hosts, "-e", fmt.Sprintf("k8s_cluster_kubeconfig_dest=%s/k8s-kubeconfig-%d", r.dir, i))
+		saved, savedInventory := r.vars, r.inventory
+		r.inventory = l.inventory
+		r.vars = append(r.vars[:len(r.vars):len(r.vars)], "-e", "bench_hosts="+l.hosts, "-e", fmt.Sprintf("k8s_cluster_kubeconfig_dest=%s/k8s-kubeconfig-%d", r.dir, i))
 		// The converge, not measured: k3s installed, every node Ready.
 		_, err := r.play("ours_k8s_cluster.yml")
 		rerun := row{name: "k8s_cluster re-run vs raw floor (" + l.name + ")", note: "ours: the role's idempotent re-run (changed=0); baseline column: raw true on the same hosts, the floor. Target: at most 2.5"}
 		if err == nil {
 			err = r.alternate(nil, side{"ours_k8s_cluster.yml", &rerun.ours}, side{"raw.yml", &rerun.baseline})
 		}
-		r.vars = saved
+		r.vars, r.inventory = saved, savedInventory
 		if err != nil {
 			return err
 		}
@@ -537,6 +578,20 @@ func (r *runner) sizes() ([]size, error) {
 	return out, nil
 }
 
+// spread is a side's median [min-max], marked when a round took more than
+// twice the fastest.
+func spread(ds []time.Duration) string {
+	if len(ds) == 0 {
+		return "-"
+	}
+	lo, hi := slices.Min(ds), slices.Max(ds)
+	out := fmt.Sprintf("%.2fs [%.2f-%.2f]", median(ds).Seconds(), lo.Seconds(), hi.Seconds())
+	if hi > 2*lo {
+		out += " *spread*"
+	}
+	return out
+}
+
 func median(ds []time.Duration) time.Duration {
 	if len(ds) == 0 {
 		return 0
@@ -550,7 +605,8 @@ func (r *runner) report(scale []scaleRow, sizes []size) string {
 	var b strings.Builder
 	host, _ := os.Hostname()
 	fmt.Fprintf(&b, "\n## %s, %s, %d cores, %d rounds\n\n", time.Now().UTC().Format("2006-01-02 15:04 MST"), host, runtime.NumCPU(), r.rounds)
-	fmt.Fprintf(&b, "Command: `make bench ROUNDS=%d` (go run ./bench -rounds %d). Medians of wall time per ansible-playbook run, sides alternated.\n\n", r.rounds, r.rounds)
+	fmt.Fprintf(&b, "Command: `make bench ROUNDS=%d` (go run ./bench -rounds %d -pipelining=%t). Medians of wall time per ansible-playbook run, sides alternated; Ansible's pipelining %s for every play of both sides.\n\n", r.rounds, r.rounds, r.pipelining, map[bool]string{true: "on", false: "off"}[r.pipelining])
+	fmt.Fprintf(&b, "Each time is the median [min-max] of its rounds; a side with a round more than twice its minimum is marked *spread* (judge that row by its spread, not its median).\n\n")
 	fmt.Fprintf(&b, "| measurement | ours | baseline | ours / baseline | above the floor, ours / baseline | what |\n|---|---:|---:|---:|---:|---|\n")
 	var floor time.Duration
 	for _, rw := range r.rows {
@@ -564,7 +620,7 @@ func (r *runner) report(scale []scaleRow, sizes []size) string {
 		if floor > 0 && !strings.HasPrefix(rw.name, "floor") && strings.Contains(rw.name, "k3s_config") && bl > floor {
 			above = fmt.Sprintf("%.2f", float64(o-floor)/float64(bl-floor))
 		}
-		fmt.Fprintf(&b, "| %s | %.2fs | %.2fs | %.2f | %s | %s |\n", rw.name, o.Seconds(), bl.Seconds(), float64(o)/float64(bl), above, rw.note)
+		fmt.Fprintf(&b, "| %s | %s | %s | %.2f | %s | %s |\n", rw.name, spread(rw.ours), spread(rw.baseline), float64(o)/float64(bl), above, rw.note)
 	}
 	fmt.Fprintf(&b, "\nScale, k3s_config play (fresh) vs template:\n\n| hosts | ours | per host | baseline | per host | ours / baseline |\n|---:|---:|---:|---:|---:|---:|\n")
 	for _, s := range scale {
