@@ -96,6 +96,20 @@ func (f *Flux) stop() {
 	}
 }
 
+// RestartOperator stops the Flux Operator's process; its supervisor starts
+// a new one, which restarts each second until the operator's CRDs exist.
+// This is what uninstalling the chart does to the operator's Pod: a
+// process that outlived its CRDs would keep watches that back off for up
+// to a minute, and a new install would wait for them.
+func (f *Flux) RestartOperator() error {
+	for _, p := range f.procs {
+		if p.Name == "flux-operator" {
+			return p.Restart()
+		}
+	}
+	return fmt.Errorf("the test bed runs no flux-operator")
+}
+
 // Logs lists the Flux processes' log files, for a failing test to show.
 func (f *Flux) Logs() []string {
 	var out []string

@@ -84,6 +84,22 @@ func (p *Process) supervise(cmd *exec.Cmd) {
 	}
 }
 
+// Restart ends the current process (SIGTERM); the supervisor starts the
+// next, as a kubelet starts a new container.
+func (p *Process) Restart() error {
+	if !p.restart {
+		return fmt.Errorf("%s is not supervised for restarts", p.Name)
+	}
+	pid := p.PID()
+	if pid == 0 {
+		return fmt.Errorf("%s is not running", p.Name)
+	}
+	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+		return fmt.Errorf("restart %s: %w", p.Name, err)
+	}
+	return nil
+}
+
 // PID is the current process's PID.
 func (p *Process) PID() int {
 	p.mu.Lock()

@@ -57,6 +57,7 @@ func main() {
 	fs.IntVar(&opts.Controllers, "controllers", 1, "SSH test hosts in group k3s_controllers")
 	fs.IntVar(&opts.Workers, "workers", 2, "SSH test hosts in group k3s_workers")
 	fs.BoolVar(&opts.Flux, "flux", true, "run the Flux Operator, Flux controllers and the git server")
+	fs.BoolVar(&opts.Python, "python", false, "leave Python on the test hosts (the benchmark's baseline needs it)")
 	timeout := fs.Duration("timeout", 3*time.Minute, "how long up waits for the test bed")
 	_ = fs.Parse(os.Args[2:])
 	if opts.Dir == "" {
