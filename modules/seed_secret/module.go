@@ -27,9 +27,9 @@ var module = &ansible.Module{
 			ansible.Option{Name: "namespaces", Type: ansible.TypeList, Elements: ansible.TypeStr, Format: ansible.FormatNamespace, Default: []any{},
 				Description: []string{"Namespaces to create when missing (name only). Existing ones are not touched."}},
 			ansible.Option{Name: "secrets", Type: ansible.TypeList, Elements: ansible.TypeDict, Default: []any{},
-				Description:       []string{"Secrets to create or update. Each takes exactly one source of data: O(secrets[].data)/O(secrets[].string_data), O(secrets[].git_deploy_key) or O(secrets[].age_key)."},
-				RequiredOneOf:     [][]string{{"data", "string_data", "git_deploy_key", "age_key"}},
-				MutuallyExclusive: [][]string{{"data", "git_deploy_key", "age_key"}, {"string_data", "git_deploy_key", "age_key"}},
+				Description:       []string{"Secrets to create or update. Each takes exactly one source of data: O(secrets[].data)/O(secrets[].string_data), O(secrets[].git_deploy_key), O(secrets[].age_key) or O(secrets[].universal_auth)."},
+				RequiredOneOf:     [][]string{{"data", "string_data", "git_deploy_key", "age_key", "universal_auth"}},
+				MutuallyExclusive: [][]string{{"data", "git_deploy_key", "age_key", "universal_auth"}, {"string_data", "git_deploy_key", "age_key", "universal_auth"}},
 				Options: []ansible.Option{
 					{Name: "name", Required: true, Format: ansible.FormatObjectName, Description: []string{"Name of the Secret."}},
 					{Name: "namespace", Required: true, Format: ansible.FormatNamespace, Description: []string{"Namespace of the Secret."}},
@@ -58,6 +58,12 @@ var module = &ansible.Module{
 							{Name: "key", NoLog: true, Description: []string{"The identity text (C(AGE-SECRET-KEY-1...)), comments allowed."}},
 							{Name: "key_file", Type: ansible.TypePath, Format: ansible.FormatFile, Description: []string{"A file holding the identity, read on the controller."}},
 						}},
+					{Name: "universal_auth", Type: ansible.TypeDict,
+						Description: []string{"An Infisical machine identity's universal auth credentials, stored under C(clientId) and C(clientSecret), the keys the Infisical operator reads."},
+						Options: []ansible.Option{
+							{Name: "client_id", Required: true, NoLog: true, Description: []string{"The client ID."}},
+							{Name: "client_secret", Required: true, NoLog: true, Description: []string{"The client secret."}},
+						}},
 				}},
 			ansible.Option{Name: "state", Default: "present", Choices: []any{"present", "absent"},
 				Description: []string{"V(absent) deletes the listed Secrets (namespaces are never deleted)."}},
@@ -82,9 +88,9 @@ var module = &ansible.Module{
           key: "{{ vault_sops_age_key }}"
       - name: infisical-universal-auth
         namespace: platform
-        string_data:
-          clientId: "{{ vault_infisical_client_id }}"
-          clientSecret: "{{ vault_infisical_client_secret }}"
+        universal_auth:
+          client_id: "{{ vault_infisical_client_id }}"
+          client_secret: "{{ vault_infisical_client_secret }}"
 `,
 	Returns: []ansible.Return{
 		{Name: "namespaces", Description: []string{"Each namespace and whether the task created it."}, Returned: "always", Type: "list", Sample: []any{map[string]any{"name": "flux-system", "created": true}}},

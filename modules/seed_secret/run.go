@@ -36,6 +36,10 @@ type secretSpec struct {
 		Key     string `json:"key"`
 		KeyFile string `json:"key_file"`
 	} `json:"age_key"`
+	UniversalAuth *struct {
+		ClientID     string `json:"client_id"`
+		ClientSecret string `json:"client_secret"`
+	} `json:"universal_auth"`
 }
 
 type args struct {
@@ -255,6 +259,8 @@ func secretData(req *ansible.Request, s secretSpec) (map[string][]byte, []string
 		}
 		data, err := ageKeyData(text)
 		return data, nil, err
+	case s.UniversalAuth != nil:
+		return map[string][]byte{"clientId": []byte(s.UniversalAuth.ClientID), "clientSecret": []byte(s.UniversalAuth.ClientSecret)}, nil, nil
 	}
 	data := map[string][]byte{}
 	for k, v := range s.Data {

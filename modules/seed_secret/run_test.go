@@ -50,7 +50,7 @@ func TestSeedAgainstAnInMemoryCluster(t *testing.T) {
 		return map[string]any{"namespaces": []any{"flux-system", "platform"}, "secrets": []any{
 			map[string]any{"name": "git-deploy-key", "namespace": "flux-system", "git_deploy_key": map[string]any{"private_key": deployKey}},
 			map[string]any{"name": "sops-age", "namespace": "flux-system", "age_key": map[string]any{"key": id.String()}},
-			map[string]any{"name": "infisical-universal-auth", "namespace": "platform", "string_data": map[string]any{"clientId": "platform-client-id", "clientSecret": secret}},
+			map[string]any{"name": "infisical-universal-auth", "namespace": "platform", "universal_auth": map[string]any{"client_id": "platform-client-id", "client_secret": secret}},
 		}}
 	}
 	checkMode := func(args map[string]any) map[string]any {
@@ -110,7 +110,7 @@ func TestSeedAgainstAnInMemoryCluster(t *testing.T) {
 			[]byte(`{"data":{"extra":"b3RoZXI="}}`), metav1.PatchOptions{})
 		require.NoError(t, err)
 		args := seed("rotated-4a1c")
-		args["secrets"].([]any)[2].(map[string]any)["string_data"] = map[string]any{"clientId": "platform-client-id"}
+		args["secrets"].([]any)[2] = map[string]any{"name": "infisical-universal-auth", "namespace": "platform", "string_data": map[string]any{"clientId": "platform-client-id"}}
 		res, code, _ := seedOn(t, c, args)
 		require.Equal(t, 0, code, res["msg"])
 		assert.Equal(t, true, res["changed"])
