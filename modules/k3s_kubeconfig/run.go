@@ -3,6 +3,7 @@ package k3skubeconfig
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -161,19 +162,15 @@ func currentServer(cfg *clientcmdapi.Config) string {
 	return ""
 }
 
-// addSecrets masks the kubeconfig's credentials in every result, as the
-// base64 the file holds and as the values they decode to.
+// addSecrets masks the kubeconfig's credentials in every result: the
+// values, and the key data also as the base64 a kubeconfig file holds.
 func addSecrets(req *ansible.Request, cfg *clientcmdapi.Config) {
 	for _, u := range cfg.AuthInfos {
 		req.AddSecret(u.Token)
 		req.AddSecret(u.Password)
 		req.AddSecret(string(u.ClientKeyData))
-	}
-	if raw, err := clientcmd.Write(*cfg); err == nil {
-		for _, line := range strings.Split(string(raw), "\n") {
-			if key, value, ok := secretLine(line); ok && key != "" {
-				req.AddSecret(value)
-			}
+		if len(u.ClientKeyData) > 0 {
+			req.AddSecret(base64.StdEncoding.EncodeToString(u.ClientKeyData))
 		}
 	}
 }
@@ -181,20 +178,17 @@ func addSecrets(req *ansible.Request, cfg *clientcmdapi.Config) {
 // secretKeys are the kubeconfig fields whose values are credentials.
 var secretKeys = map[string]bool{"client-key-data": true, "token": true, "password": true}
 
-// secretLine says whether a kubeconfig line holds a credential, and which.
-func secretLine(line string) (key, value string, ok bool) {
-	k, v, found := strings.Cut(strings.TrimSpace(line), ":")
-	if !found || !secretKeys[k] {
-		return "", "", false
-	}
-	return k, strings.TrimSpace(v), true
+// secretKey is the credential field a kubeconfig line sets, if any.
+func secretKey(line string) (string, bool) {
+	k, _, found := strings.Cut(strings.TrimSpace(line), ":")
+	return k, found && secretKeys[k]
 }
 
 // redact replaces the credentials in a kubeconfig's text, for the diff.
 func redact(text string) string {
 	lines := strings.Split(text, "\n")
 	for i, line := range lines {
-		if key, _, ok := secretLine(line); ok {
+		if key, ok := secretKey(line); ok {
 			indent := line[:len(line)-len(strings.TrimLeft(line, " "))]
 			lines[i] = indent + key + ": <redacted>"
 		}
