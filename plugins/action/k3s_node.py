@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 
 from ansible.errors import AnsibleActionFail
-from ansible.plugins.action import ActionBase
 from ansible_collections.gitops.k3s_flux.plugins.plugin_utils.binary_module import BinaryModuleAction
 
 AIRGAP_FILES = ("airgap_binary", "airgap_script", "airgap_images")
@@ -26,9 +25,8 @@ class ActionModule(BinaryModuleAction):
     TRANSFERS_FILES = False
 
     def run(self, tmp=None, task_vars=None):
-        base = ActionBase.run(self, tmp, task_vars)
+        base = self._begin(tmp, task_vars)
         del tmp
-        self._platform = self._target_platform(task_vars or {}, base)
         if base.get("failed"):
             return base
         args = dict(self._task.args)

@@ -28,10 +28,12 @@ from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 from ansible.vars.clean import remove_internal_keys
 
-try:  # ansible-core 2.19: args are encoded with the module's serialization profile
+try:  # ansible-core 2.19: args and results go through a binary module's serialization profile
     from ansible.module_utils.common.json import Direction, get_module_encoder
+
+    PROFILE = "legacy"
 except ImportError:  # ansible-core < 2.19: plain JSON
-    Direction = get_module_encoder = None
+    PROFILE = None
 
 FACT = "gitops_k3s_flux_platform"
 
@@ -136,11 +138,17 @@ class BinaryModuleAction(ActionBase):
     MULTICALL = None
 
     def run(self, tmp=None, task_vars=None):
-        result = super().run(tmp, task_vars)
-        self._platform = self._target_platform(task_vars or {}, result)
+        result = self._begin(tmp, task_vars)
         if result.get("failed"):
             return result
         result.update(self._execute_module(module_name=self._task.action, module_args=self._task.args, task_vars=task_vars))
+        return result
+
+    def _begin(self, tmp, task_vars):
+        """ActionBase's start of a run, then the host's platform: the result so far (failed
+        when the platform is unknown)."""
+        result = super().run(tmp, task_vars)
+        self._platform = self._target_platform(task_vars or {}, result)
         return result
 
     def _target_platform(self, task_vars, result):
@@ -155,7 +163,8 @@ class BinaryModuleAction(ActionBase):
             return cached
         if getattr(self._connection, "transport", None) == "local":
             # The task runs here, on the controller, where this plugin runs: no command needed.
-            uname = "%s %s" % (os.uname().sysname, os.uname().machine)
+            here = os.uname()
+            uname = "%s %s" % (here.sysname, here.machine)
         else:
             res = self._low_level_execute_command("uname -sm", sudoable=False)
             if res.get("rc") != 0:
@@ -186,10 +195,8 @@ class BinaryModuleAction(ActionBase):
         path = self._binary(name)
         kept = cached_name(binary, binary_sha256(COLLECTION_ROOT, path))
         self._update_module_args(module_name, module_args, task_vars)
-        if get_module_encoder is None:
-            in_data = json.dumps(module_args).encode()
-        else:
-            in_data = json.dumps(module_args, cls=get_module_encoder("legacy", Direction.CONTROLLER_TO_MODULE)).encode()
+        encoder = get_module_encoder(PROFILE, Direction.CONTROLLER_TO_MODULE) if PROFILE else None
+        in_data = json.dumps(module_args, cls=encoder).encode()
         env = self._compute_environment_string()
 
         def run(upload=None):
@@ -203,7 +210,7 @@ class BinaryModuleAction(ActionBase):
             self._transfer_file(path, upload)
             self._fixup_perms2([tmpdir, upload])
             res = run(upload)
-        data = self._parse_returned_data(res) if get_module_encoder is None else self._parse_returned_data(res, "legacy")
+        data = self._parse_returned_data(res, PROFILE) if PROFILE else self._parse_returned_data(res)
         data.pop("_ansible_suppress_tmpdir_delete", None)
         remove_internal_keys(data)
         return data
