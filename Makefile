@@ -107,10 +107,10 @@ endef
 deps: ## Install the Debian packages the tests need (when missing)
 	$(call apt_install,$(APT_PACKAGES))
 
-bench: deps testbed-bin build ## Side-by-side benchmarks against kubernetes.core and template (ROUNDS=5); appends to bench/RESULTS.md
+bench: deps testbed-bin build ## Side-by-side benchmarks against kubernetes.core and template (ROUNDS=5, ONLY=cluster,... a subset); appends to bench/RESULTS.md
 	$(call apt_install,$(BENCH_APT_PACKAGES))
 	tests/tools/build.sh helm
-	go run ./bench -rounds $(ROUNDS)
+	go run ./bench -rounds $(ROUNDS) $(if $(ONLY),-only $(ONLY))
 
 demo: deps testbed-bin demo-collection ## Start the local test bed and run playbooks/k8s.yml against it, twice
 	go run ./tests/testbed up

@@ -39,6 +39,7 @@ func main() {
 	results := flag.String("results", "", "append the results to this markdown file (default bench/RESULTS.md)")
 	profile := flag.Bool("profile", false, "print each play's output with the profile_tasks callback (per-task times)")
 	pipelining := flag.Bool("pipelining", true, "run every play, both sides, with Ansible's pipelining (ANSIBLE_PIPELINING)")
+	only := flag.String("only", strings.Join(sections, ","), "the measurements to run, a comma-separated subset of "+strings.Join(sections, ","))
 	flag.Parse()
 	root := repoRoot()
 	if *results == "" {
@@ -52,11 +53,20 @@ func main() {
 		}
 		counts = append(counts, n)
 	}
-	r := &runner{root: root, rounds: *rounds, profile: *profile, pipelining: *pipelining}
+	r := &runner{root: root, rounds: *rounds, profile: *profile, pipelining: *pipelining, only: map[string]bool{}}
+	for _, s := range strings.Split(*only, ",") {
+		if !slices.Contains(sections, s) {
+			fail(fmt.Errorf("-only: %q is none of %s", s, strings.Join(sections, ",")))
+		}
+		r.only[s] = true
+	}
 	if err := r.run(counts, *results); err != nil {
 		fail(err)
 	}
 }
+
+// sections are the measurements -only chooses from, in the order they run.
+var sections = []string{"bootstrap", "k3s_config", "scale", "cluster", "sizes"}
 
 func fail(err error) {
 	fmt.Fprintln(os.Stderr, "bench:", err)
@@ -81,6 +91,8 @@ type runner struct {
 	rows       []row
 	// profile prints every play's output, with per-task times.
 	profile bool
+	// only holds the sections to run.
+	only map[string]bool
 }
 
 // row is one line of the results table.
@@ -92,8 +104,13 @@ type row struct {
 
 func (r *runner) run(counts []int, results string) error {
 	maxHosts := 3
+	if r.only["cluster"] {
+		maxHosts = 7 // the HA layout's 3+1 beside the 3-host one
+	}
 	for _, n := range counts {
-		maxHosts = max(maxHosts, n)
+		if r.only["scale"] {
+			maxHosts = max(maxHosts, n)
+		}
 	}
 	dir, err := os.MkdirTemp("", "k3sf-bench-")
 	if err != nil {
@@ -133,22 +150,25 @@ func (r *runner) run(counts []int, results string) error {
 		return err
 	}
 
-	if err := r.benchBootstrap(ctx); err != nil {
-		return err
+	var scaleRows []scaleRow
+	var sizes []size
+	steps := []struct {
+		section string
+		run     func() error
+	}{
+		{"bootstrap", func() error { return r.benchBootstrap(ctx) }},
+		{"k3s_config", r.benchK3sConfig},
+		{"scale", func() (err error) { scaleRows, err = r.benchScale(counts); return err }},
+		{"cluster", r.benchCluster},
+		{"sizes", func() (err error) { sizes, err = r.sizes(); return err }},
 	}
-	if err := r.benchK3sConfig(); err != nil {
-		return err
-	}
-	scaleRows, err := r.benchScale(counts)
-	if err != nil {
-		return err
-	}
-	if err := r.benchCluster(); err != nil {
-		return err
-	}
-	sizes, err := r.sizes()
-	if err != nil {
-		return err
+	for _, step := range steps {
+		if !r.only[step.section] {
+			continue
+		}
+		if err := step.run(); err != nil {
+			return err
+		}
 	}
 	report := r.report(scaleRows, sizes)
 	fmt.Print(report)
@@ -614,7 +634,7 @@ func (r *runner) report(scale []scaleRow, sizes []size) string {
 	var b strings.Builder
 	host, _ := os.Hostname()
 	fmt.Fprintf(&b, "\n## %s, %s, %d cores, %d rounds\n\n", time.Now().UTC().Format("2006-01-02 15:04 MST"), host, runtime.NumCPU(), r.rounds)
-	fmt.Fprintf(&b, "Command: `make bench ROUNDS=%d` (go run ./bench -rounds %d -pipelining=%t). Medians of wall time per ansible-playbook run, sides alternated; Ansible's pipelining %s for every play of both sides.\n\n", r.rounds, r.rounds, r.pipelining, map[bool]string{true: "on", false: "off"}[r.pipelining])
+	fmt.Fprintf(&b, "Command: `make bench ROUNDS=%d ONLY=%s` (go run ./bench -rounds %d -pipelining=%t -only %s). Medians of wall time per ansible-playbook run, sides alternated; Ansible's pipelining %s for every play of both sides.\n\n", r.rounds, r.onlyList(), r.rounds, r.pipelining, r.onlyList(), map[bool]string{true: "on", false: "off"}[r.pipelining])
 	fmt.Fprintf(&b, "Each time is the median [min-max] of its rounds; a side with a round more than twice its minimum is marked *spread* (judge that row by its spread, not its median).\n\n")
 	fmt.Fprintf(&b, "| measurement | ours | baseline | ours / baseline | above the floor, ours / baseline | what |\n|---|---:|---:|---:|---:|---|\n")
 	var floor time.Duration
@@ -631,12 +651,16 @@ func (r *runner) report(scale []scaleRow, sizes []size) string {
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %.2f | %s | %s |\n", rw.name, spread(rw.ours), spread(rw.baseline), float64(o)/float64(bl), above, rw.note)
 	}
-	fmt.Fprintf(&b, "\nScale, k3s_config play (fresh) vs template:\n\n| hosts | ours | per host | baseline | per host | ours / baseline |\n|---:|---:|---:|---:|---:|---:|\n")
+	if len(scale) > 0 {
+		fmt.Fprintf(&b, "\nScale, k3s_config play (fresh) vs template:\n\n| hosts | ours | per host | baseline | per host | ours / baseline |\n|---:|---:|---:|---:|---:|---:|\n")
+	}
 	for _, s := range scale {
 		fmt.Fprintf(&b, "| %d | %.2fs | %.3fs | %.2fs | %.3fs | %.2f |\n", s.hosts, s.ours.Seconds(), s.ours.Seconds()/float64(s.hosts),
 			s.baseline.Seconds(), s.baseline.Seconds()/float64(s.hosts), float64(s.ours)/float64(s.baseline))
 	}
-	fmt.Fprintf(&b, "\nModule binaries (linux/amd64, stripped; the controller-side modules are one binary) and peak RSS of a no-op run:\n\n| module | size | peak RSS |\n|---|---:|---:|\n")
+	if len(sizes) > 0 {
+		fmt.Fprintf(&b, "\nModule binaries (linux/amd64, stripped; the controller-side modules are one binary) and peak RSS of a no-op run:\n\n| module | size | peak RSS |\n|---|---:|---:|\n")
+	}
 	for _, s := range sizes {
 		fmt.Fprintf(&b, "| %s | %.2f MB | %.1f MB |\n", s.module, float64(s.bytes)/(1<<20), float64(s.rssKB)/1024)
 	}
@@ -671,6 +695,17 @@ func shipped(root string) string {
 		}
 	}
 	return b.String()
+}
+
+// onlyList is -only as given, in the order the sections run.
+func (r *runner) onlyList() string {
+	var on []string
+	for _, s := range sections {
+		if r.only[s] {
+			on = append(on, s)
+		}
+	}
+	return strings.Join(on, ",")
 }
 
 func appendResults(path, report string) error {

@@ -19,7 +19,7 @@ var module = &ansible.Module{
 	CheckMode: "full",
 	DiffMode:  "none",
 	Notes: []string{
-		"C(token) and C(kubeconfig) are secrets: set C(no_log: true) on a task that asks for them. Both files are readable by root only: use C(become).",
+		"C(token) and C(kubeconfig) are secrets: the action plugin prints a result that holds either censored, as C(no_log: true) would, while the registered variable keeps both. A failed read returns neither, so its message is shown. Both files are readable by root only: use C(become).",
 	},
 	Spec: ansible.Spec{
 		Options: []ansible.Option{
@@ -40,7 +40,6 @@ var module = &ansible.Module{
     return_kubeconfig: true
   become: true
   register: k3s_first
-  no_log: true
 `,
 	Returns: []ansible.Return{
 		{Name: "version", Description: []string{"The installed k3s version; empty when there is none."}, Returned: "always", Type: "str", Sample: "v1.36.2+k3s1"},
@@ -75,18 +74,25 @@ func run(ctx context.Context, req *ansible.Request, sys k3snode.System, where k3
 		units[name] = u
 	}
 	res.Set("units", units)
+	// Both files are read before either is returned: a failed read returns
+	// no secret, so its message can be shown (the action plugin hides a
+	// result that holds one).
+	var token, kubeconfig string
+	var err error
 	if a.ReturnToken {
-		token, err := k3snode.Token(where)
-		if err != nil {
+		if token, err = k3snode.Token(where); err != nil {
 			return res, err
 		}
+	}
+	if a.ReturnKubeconfig {
+		if kubeconfig, err = k3snode.Kubeconfig(where); err != nil {
+			return res, err
+		}
+	}
+	if a.ReturnToken {
 		res.Set("token", token)
 	}
 	if a.ReturnKubeconfig {
-		kubeconfig, err := k3snode.Kubeconfig(where)
-		if err != nil {
-			return res, err
-		}
 		res.Set("kubeconfig", kubeconfig)
 	}
 	return res, nil
