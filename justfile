@@ -1,6 +1,6 @@
 # gitops.k3s_flux recipes: `just --list --list-submodules` shows them all.
 #   just ans k8s [ansible-playbook args]   bare hosts -> k3s -> Flux
-#   just fx get|failing|sources|reconcile [name]|logs
+#   just fx check|get|failing|sources|reconcile [name]|logs
 # Install just with `npm install -g rust-just` (or your package manager).
 
 mod ans

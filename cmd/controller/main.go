@@ -1,6 +1,6 @@
 // Command controller is the controller-side modules in one binary:
-// cluster_nodes, flux_instance, flux_operator, flux_status, k3s_kubeconfig
-// and seed_secret share client-go, so one binary serves them all at the size of the
+// cluster_nodes, flux_instance, flux_operator, flux_repo_check, flux_status,
+// k3s_kubeconfig and seed_secret share client-go and kustomize, so one binary serves them all at the size of the
 // largest. Each plugins/modules/<name> is a link to it; it runs the module
 // Ansible names in the args file.
 package main
@@ -10,6 +10,7 @@ import (
 	clusternodes "github.com/gitops-k3s-flux/k3s_flux/modules/cluster_nodes"
 	fluxinstance "github.com/gitops-k3s-flux/k3s_flux/modules/flux_instance"
 	fluxoperator "github.com/gitops-k3s-flux/k3s_flux/modules/flux_operator"
+	fluxrepocheck "github.com/gitops-k3s-flux/k3s_flux/modules/flux_repo_check"
 	fluxstatus "github.com/gitops-k3s-flux/k3s_flux/modules/flux_status"
 	k3skubeconfig "github.com/gitops-k3s-flux/k3s_flux/modules/k3s_kubeconfig"
 	seedsecret "github.com/gitops-k3s-flux/k3s_flux/modules/seed_secret"
@@ -17,11 +18,12 @@ import (
 
 func main() {
 	ansible.MainMulti(map[string]ansible.Entry{
-		"cluster_nodes":  clusternodes.Entry,
-		"flux_instance":  fluxinstance.Entry,
-		"flux_operator":  fluxoperator.Entry,
-		"flux_status":    fluxstatus.Entry,
-		"k3s_kubeconfig": k3skubeconfig.Entry,
-		"seed_secret":    seedsecret.Entry,
+		"cluster_nodes":   clusternodes.Entry,
+		"flux_instance":   fluxinstance.Entry,
+		"flux_operator":   fluxoperator.Entry,
+		"flux_repo_check": fluxrepocheck.Entry,
+		"flux_status":     fluxstatus.Entry,
+		"k3s_kubeconfig":  k3skubeconfig.Entry,
+		"seed_secret":     seedsecret.Entry,
 	})
 }

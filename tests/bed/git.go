@@ -94,11 +94,17 @@ func startGitServer(ctx context.Context, dir string) (*GitServer, error) {
 	return g, nil
 }
 
+// RepoFixture is the directory of the GitOps repository the git server
+// serves: what a play checks with flux_repo_check.
+func RepoFixture() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "testdata", "gitops-repo")
+}
+
 // initRepo pushes the fixture repository (testdata/gitops-repo) as the
 // first commit of the branch.
 func (g *GitServer) initRepo() error {
-	_, file, _, _ := runtime.Caller(0)
-	fixture := filepath.Join(filepath.Dir(file), "testdata", "gitops-repo")
+	fixture := RepoFixture()
 	if out, err := exec.Command("cp", "-r", fixture, g.work).CombinedOutput(); err != nil {
 		return fmt.Errorf("copy fixture: %w: %s", err, out)
 	}
@@ -150,6 +156,10 @@ func (g *GitServer) Commit(message string, files map[string]string) (string, err
 	}
 	return strings.TrimSpace(string(out)), nil
 }
+
+// WorkTree is the working copy as last pushed: the repository a play
+// checks with flux_repo_check before a push.
+func (g *GitServer) WorkTree() string { return g.work }
 
 func (g *GitServer) git(args ...string) error {
 	cmd := exec.Command("git", append([]string{"-C", g.work}, args...)...)

@@ -74,6 +74,7 @@ func (b *Bed) PlayVars(dir string) (vars map[string]any, secrets []string, err e
 		"flux_bootstrap_tiers":               Tiers,
 		"flux_bootstrap_infisical_auth":      infisical,
 		"flux_bootstrap_instance_src":        instanceFile,
+		"flux_bootstrap_repo_dir":            RepoFixture(),
 		"flux_bootstrap_wait_timeout":        120,
 	}
 	return vars, secrets, nil

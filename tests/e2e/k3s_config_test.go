@@ -60,7 +60,7 @@ func TestK3sConfigOverSSH(t *testing.T) {
 	t.Logf("k3s_config binary: %.2f MB", float64(info.Size())/(1<<20))
 
 	for module, option := range map[string]string{"k3s_config": "cluster_init", "k3s_node": "install_script_sha256", "k3s_node_info": "return_token", "flux_operator": "chart_version",
-		"seed_secret": "universal_auth", "flux_instance": "require_secrets", "flux_status": "wait_for_revision", "cluster_nodes": "names", "k3s_kubeconfig": "cluster_name"} {
+		"seed_secret": "universal_auth", "flux_instance": "require_secrets", "flux_status": "wait_for_revision", "cluster_nodes": "names", "k3s_kubeconfig": "cluster_name", "flux_repo_check": "known_hosts"} {
 		doc := exec.Command("ansible-doc", "-t", "module", "gitops.k3s_flux."+module)
 		doc.Env = c.env(t)
 		out, err := doc.CombinedOutput()

@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
 
 	"github.com/gitops-k3s-flux/k3s_flux/tests/bed"
 )
@@ -129,6 +131,57 @@ func TestHandOff(t *testing.T) {
 			names = append(names, k.(map[string]any)["name"].(string))
 		}
 		assert.ElementsMatch(t, []string{"flux-system", "infra-controllers", "infra-configs", "apps"}, names)
+	})
+
+	// Seed 000's worst afternoon, against the real controllers: an icon mounted through a
+	// configMapGenerator is left out of the artifact by source-controller's default *.png rule.
+	t.Run("flux_repo_check predicts what source-controller and kustomize-controller do", func(t *testing.T) {
+		instanceFile := filepath.Join(t.TempDir(), "cluster.yaml")
+		raw, err := yaml.Marshal(instance("clusters/test"))
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(instanceFile, raw, 0o600))
+		check := func() (map[string]any, int) {
+			// Read-only and on the controller: no kubeconfig.
+			res, code, raw := m.run("flux_repo_check", map[string]any{"path": b.Flux.Git.WorkTree(), "instance": instanceFile,
+				"secrets": []any{"flux-system/git-deploy-key"}, "known_hosts": b.Flux.Git.KnownHosts})
+			outputs = append(outputs, raw)
+			return res, code
+		}
+		_, err = b.Flux.Git.Commit("mount the icon", map[string]string{
+			"apps/kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - hello.yaml\n" +
+				"configMapGenerator:\n  - name: branding\n    namespace: apps\n    files:\n      - branding/icon.png\n",
+			"apps/branding/icon.png": "\x89PNG\r\n\x1a\n",
+		})
+		require.NoError(t, err)
+		res, code := check()
+		require.Equal(t, 1, code, res)
+		assert.Contains(t, res["msg"], "flux-system/apps needs apps/branding/icon.png, which source-controller leaves out of the artifact")
+		assert.Contains(t, res["msg"], "`!/apps/branding/icon.png`")
+
+		require.NoError(t, b.RequestReconcile(ctx, bed.GitRepositoryGVR, "flux-system", "flux-system"))
+		var failing string
+		require.Eventually(t, func() bool {
+			res, code := call("flux_status", map[string]any{})
+			failing = fmt.Sprint(res["failing"])
+			return code == 0 && strings.Contains(failing, "icon.png")
+		}, 2*time.Minute, time.Second, "kustomize-controller fails on the icon too")
+		t.Logf("kustomize-controller: %s", failing)
+		assert.Contains(t, failing, "flux-system/apps")
+
+		sha, err := b.Flux.Git.Commit("keep the icon", map[string]string{".sourceignore": "# the icon the branding ConfigMap mounts\n!/apps/branding/icon.png\n"})
+		require.NoError(t, err)
+		res, code = check()
+		require.Equal(t, 0, code, res["msg"])
+		assert.Len(t, res["kustomizations"], 4, "the sync and the three Kustomizations of clusters/test")
+
+		require.NoError(t, b.RequestReconcile(ctx, bed.GitRepositoryGVR, "flux-system", "flux-system"))
+		res, code = call("flux_status", map[string]any{"wait": true, "wait_for_revision": sha[:12], "wait_timeout": 120})
+		require.Equal(t, 0, code, res["msg"])
+		assert.Empty(t, res["failing"], "the clean case reconciles")
+
+		// Back to the fixture's apps/ for the next subtest.
+		_, err = b.Flux.Git.Commit("unmount the icon", map[string]string{"apps/kustomization.yaml": "", "apps/branding/icon.png": "", ".sourceignore": ""})
+		require.NoError(t, err)
 	})
 
 	t.Run("flux_status names what fails, and a wait says why", func(t *testing.T) {

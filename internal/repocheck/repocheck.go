@@ -1,0 +1,353 @@
+// Package repocheck predicts what Flux will make of a repository before it
+// is pushed: the files source-controller leaves out of the artifact
+// (internal/fluxsource), then every Flux Kustomization of the FluxInstance's
+// sync built as kustomize-controller builds it (fluxcd/pkg/kustomize's
+// generator and SecureBuild, over the files the artifact keeps), and the
+// Secrets and SSH host the bootstrap must provide.
+package repocheck
+
+import (
+	"fmt"
+	"net/url"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/fluxcd/pkg/kustomize"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+
+	"github.com/gitops-k3s-flux/k3s_flux/internal/fluxsource"
+)
+
+// Options says what to check.
+type Options struct {
+	// Root is the repository's top directory, as source-controller checks it out.
+	Root string
+	// Instance is the FluxInstance (flux/cluster.yaml).
+	Instance []byte
+	// InstanceFile names it in messages.
+	InstanceFile string
+	// Secrets will exist when Flux starts ("namespace/name"): seeded by the
+	// bootstrap or already in the cluster.
+	Secrets []string
+	// KnownHosts are the hosts the deploy key's known_hosts covers (as
+	// written there: "github.com", "[git.lan]:2222"); nil: not checked.
+	KnownHosts []string
+}
+
+// Problem is one thing Flux would fail on.
+type Problem struct {
+	Kind          string `json:"kind"` // excluded, build, secret, known_hosts
+	Kustomization string `json:"kustomization,omitempty"`
+	Path          string `json:"path,omitempty"`
+	Rule          string `json:"rule,omitempty"`
+	Fix           string `json:"fix,omitempty"`
+	Message       string `json:"message"`
+}
+
+// Checked is a Flux Kustomization that was built.
+type Checked struct {
+	Name      string `json:"name"` // namespace/name
+	Path      string `json:"path"`
+	Resources int    `json:"resources"`
+}
+
+// Report is what the check found.
+type Report struct {
+	Kustomizations []Checked `json:"kustomizations"`
+	Excluded       []string  `json:"excluded"` // files the artifact leaves out
+	Problems       []Problem `json:"problems"`
+	Skipped        []string  `json:"skipped"` // Kustomizations of other sources, not checked
+	UserRules      int       `json:"-"`
+	files          []fluxsource.File
+}
+
+// sync is the part of a FluxInstance the check needs.
+type sync struct {
+	namespace, name, kind, url, path, pullSecret string
+}
+
+func readInstance(raw []byte, file string) (sync, error) {
+	var obj map[string]any
+	if err := yaml.Unmarshal(raw, &obj); err != nil {
+		return sync{}, fmt.Errorf("%s: not YAML: %w", file, err)
+	}
+	u := unstructured.Unstructured{Object: obj}
+	if u.GetKind() != "FluxInstance" {
+		return sync{}, fmt.Errorf("%s: kind is %q, expected FluxInstance", file, u.GetKind())
+	}
+	s := sync{namespace: u.GetNamespace()}
+	if s.namespace == "" {
+		s.namespace = "flux-system"
+	}
+	spec, ok, _ := unstructured.NestedMap(obj, "spec", "sync")
+	if !ok {
+		return sync{}, fmt.Errorf("%s: spec.sync is not set: Flux would sync nothing from the repository", file)
+	}
+	str := func(k string) string { v, _ := spec[k].(string); return v }
+	s.kind, s.url, s.path, s.pullSecret, s.name = str("kind"), str("url"), str("path"), str("pullSecret"), str("name")
+	if s.name == "" {
+		s.name = s.namespace
+	}
+	return s, nil
+}
+
+// Check runs the whole check; err is for what stops it (an unreadable
+// repository or FluxInstance), problems go into the report.
+func Check(o Options) (*Report, error) {
+	s, err := readInstance(o.Instance, o.InstanceFile)
+	if err != nil {
+		return nil, err
+	}
+	filter, err := fluxsource.Load(o.Root, "")
+	if err != nil {
+		return nil, err
+	}
+	files, err := filter.Walk()
+	if err != nil {
+		return nil, err
+	}
+	r := &Report{files: files, UserRules: filter.UserRules, Excluded: []string{}, Problems: []Problem{}, Kustomizations: []Checked{}, Skipped: []string{}}
+	for _, f := range files {
+		if f.Excluded {
+			r.Excluded = append(r.Excluded, f.Path)
+		}
+	}
+	secrets := map[string]bool{}
+	for _, name := range o.Secrets {
+		secrets[name] = true
+	}
+	if s.pullSecret != "" && !secrets[s.namespace+"/"+s.pullSecret] {
+		r.Problems = append(r.Problems, Problem{Kind: "secret", Path: o.InstanceFile,
+			Message: fmt.Sprintf("spec.sync.pullSecret %s/%s will not exist: the bootstrap seeds %s", s.namespace, s.pullSecret, listOrNone(o.Secrets))})
+	}
+	if host, ok := sshHost(s.url); ok && o.KnownHosts != nil && !covers(o.KnownHosts, host) {
+		r.Problems = append(r.Problems, Problem{Kind: "known_hosts", Path: o.InstanceFile,
+			Message: fmt.Sprintf("spec.sync.url's host %s is not in the deploy key's known_hosts (%s): source-controller would refuse the SSH connection", host, strings.Join(o.KnownHosts, ", "))})
+	}
+	if s.kind != "GitRepository" {
+		r.Skipped = append(r.Skipped, fmt.Sprintf("%s/%s (a %s sync: only a GitRepository is built)", s.namespace, s.name, s.kind))
+		return r, nil
+	}
+
+	work, err := os.MkdirTemp("", "flux-repo-check-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(work)
+	if err := os.Chmod(work, 0o700); err != nil {
+		return nil, err
+	}
+	if err := fluxsource.Export(o.Root, files, work); err != nil {
+		return nil, fmt.Errorf("copy the artifact's files: %w", err)
+	}
+	b := &builder{report: r, work: work, sync: s, secrets: secrets, seeded: o.Secrets, seen: map[string]bool{}}
+	root := map[string]any{"apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization",
+		"metadata": map[string]any{"name": s.name, "namespace": s.namespace},
+		"spec":     map[string]any{"path": s.path, "sourceRef": map[string]any{"kind": s.kind, "name": s.name}}}
+	b.build(unstructured.Unstructured{Object: root})
+	return r, nil
+}
+
+type builder struct {
+	report  *Report
+	work    string
+	sync    sync
+	secrets map[string]bool
+	seeded  []string
+	seen    map[string]bool
+}
+
+// build builds one Flux Kustomization as kustomize-controller would, then
+// the Kustomizations of the same source that its output holds.
+func (b *builder) build(ks unstructured.Unstructured) {
+	ns := ks.GetNamespace()
+	if ns == "" {
+		ns = b.sync.namespace
+	}
+	id := ns + "/" + ks.GetName()
+	if b.seen[id] {
+		return
+	}
+	b.seen[id] = true
+	if ref, ok, _ := unstructured.NestedString(ks.Object, "spec", "decryption", "secretRef", "name"); ok && ref != "" && !b.secrets[ns+"/"+ref] {
+		b.report.Problems = append(b.report.Problems, Problem{Kind: "secret", Kustomization: id,
+			Message: fmt.Sprintf("spec.decryption.secretRef %s/%s will not exist: the bootstrap seeds %s", ns, ref, listOrNone(b.seeded))})
+	}
+	specPath, _, _ := unstructured.NestedString(ks.Object, "spec", "path")
+	rel := path.Clean(strings.TrimPrefix(filepath.ToSlash(specPath), "/"))
+	dir := filepath.Join(b.work, filepath.FromSlash(rel))
+	if info, err := os.Stat(dir); err != nil || !info.IsDir() {
+		b.report.Problems = append(b.report.Problems, b.missingPath(id, rel))
+		return
+	}
+	gen := kustomize.NewGenerator(b.work, ks)
+	action, err := gen.WriteFile(dir, kustomize.WithSaveOriginalKustomization())
+	if err != nil {
+		b.report.Problems = append(b.report.Problems, b.buildProblem(id, rel, err)...)
+		return
+	}
+	resources, err := kustomize.SecureBuild(b.work, dir, false)
+	if cleanErr := kustomize.CleanDirectory(dir, action); cleanErr != nil && err == nil {
+		err = cleanErr
+	}
+	if err != nil {
+		b.report.Problems = append(b.report.Problems, b.buildProblem(id, rel, err)...)
+		return
+	}
+	b.report.Kustomizations = append(b.report.Kustomizations, Checked{Name: id, Path: rel, Resources: resources.Size()})
+	for _, res := range resources.Resources() {
+		if res.GetKind() != "Kustomization" || !strings.HasPrefix(res.GetApiVersion(), "kustomize.toolkit.fluxcd.io/") {
+			continue
+		}
+		obj, err := res.Map()
+		if err != nil {
+			b.report.Problems = append(b.report.Problems, Problem{Kind: "build", Kustomization: id, Path: rel, Message: fmt.Sprintf("read Kustomization %s: %v", res.GetName(), err)})
+			continue
+		}
+		child := unstructured.Unstructured{Object: obj}
+		childID := child.GetNamespace() + "/" + child.GetName()
+		kind, _, _ := unstructured.NestedString(child.Object, "spec", "sourceRef", "kind")
+		name, _, _ := unstructured.NestedString(child.Object, "spec", "sourceRef", "name")
+		refNS, _, _ := unstructured.NestedString(child.Object, "spec", "sourceRef", "namespace")
+		if refNS == "" {
+			refNS = child.GetNamespace()
+		}
+		if kind != b.sync.kind || name != b.sync.name || (refNS != "" && refNS != b.sync.namespace) {
+			b.report.Skipped = append(b.report.Skipped, fmt.Sprintf("%s (source %s %s/%s)", childID, kind, refNS, name))
+			continue
+		}
+		if child.GetNamespace() == "" {
+			child.SetNamespace(b.sync.namespace)
+		}
+		b.build(child)
+	}
+}
+
+// missingPath explains a spec.path that is not in the artifact.
+func (b *builder) missingPath(id, rel string) Problem {
+	p := Problem{Kind: "build", Kustomization: id, Path: rel, Message: fmt.Sprintf("spec.path %q is not a directory of the artifact", rel)}
+	for _, f := range b.report.files {
+		if f.Excluded && strings.HasPrefix(f.Path, rel+"/") {
+			p.Message += fmt.Sprintf(": its files are excluded (%s by %s)", f.Path, f.Rule)
+			break
+		}
+	}
+	return p
+}
+
+// buildProblem turns a build error into problems: one per excluded file
+// the error names (with the rule and the fix), else the error itself.
+func (b *builder) buildProblem(id, rel string, err error) []Problem {
+	msg := strings.ReplaceAll(err.Error(), b.work+"/", "")
+	msg = strings.ReplaceAll(msg, b.work, ".")
+	var problems []Problem
+	for _, f := range b.report.files {
+		if !f.Excluded || !mentions(msg, f.Path) {
+			continue
+		}
+		problems = append(problems, Problem{Kind: "excluded", Kustomization: id, Path: f.Path, Rule: f.Rule.String(), Fix: b.fix(f),
+			Message: fmt.Sprintf("%s needs %s, which source-controller leaves out of the artifact (%s)", id, f.Path, f.Rule)})
+	}
+	if len(problems) == 0 {
+		problems = append(problems, Problem{Kind: "build", Kustomization: id, Path: rel, Message: "kustomize build failed: " + msg})
+	}
+	return problems
+}
+
+// mentions is true when msg names file as a path (not as part of a longer name).
+func mentions(msg, file string) bool {
+	for i := strings.Index(msg, file); i >= 0; {
+		end := i + len(file)
+		before := i == 0 || strings.ContainsRune(" '\"/:", rune(msg[i-1]))
+		after := end == len(msg) || strings.ContainsRune(" '\":,", rune(msg[end]))
+		if before && after {
+			return true
+		}
+		next := strings.Index(msg[i+1:], file)
+		if next < 0 {
+			break
+		}
+		i += 1 + next
+	}
+	return false
+}
+
+// fix is the .sourceignore line that keeps f, and where it goes.
+func (b *builder) fix(f fluxsource.File) string {
+	switch {
+	case f.Rule.File == "" && b.report.UserRules == 0:
+		return fmt.Sprintf("add the line `!/%s` to .sourceignore at the repository root. Note: once .sourceignore has any line, source-controller drops all its default exclusions (images, archives, CI files), keeping only .git*", f.Path)
+	case f.Rule.File == "":
+		return fmt.Sprintf("add the line `!/%s` to .sourceignore at the repository root", f.Path)
+	case f.Rule.File == "spec.ignore":
+		return fmt.Sprintf("add the line `!/%s` at the end of spec.ignore", f.Path)
+	default:
+		dir := path.Dir(f.Rule.File)
+		line := "/" + f.Path
+		if dir != "." {
+			line = "/" + strings.TrimPrefix(f.Path, dir+"/")
+		}
+		return fmt.Sprintf("add the line `!%s` to %s, after line %d", line, f.Rule.File, f.Rule.Line)
+	}
+}
+
+func listOrNone(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	sorted := append([]string(nil), names...)
+	sort.Strings(sorted)
+	return strings.Join(sorted, ", ")
+}
+
+// sshHost is the host (as known_hosts writes it) of an SSH git URL.
+func sshHost(raw string) (string, bool) {
+	if strings.HasPrefix(raw, "ssh://") {
+		u, err := url.Parse(raw)
+		if err != nil || u.Hostname() == "" {
+			return "", false
+		}
+		if port := u.Port(); port != "" && port != "22" {
+			return fmt.Sprintf("[%s]:%s", u.Hostname(), port), true
+		}
+		return u.Hostname(), true
+	}
+	// scp-like: user@host:path
+	if at := strings.Index(raw, "@"); at >= 0 && !strings.Contains(raw, "://") {
+		if colon := strings.Index(raw[at:], ":"); colon > 0 {
+			return raw[at+1 : at+colon], true
+		}
+	}
+	return "", false
+}
+
+func covers(hosts []string, host string) bool {
+	for _, h := range hosts {
+		if h == host {
+			return true
+		}
+	}
+	return false
+}
+
+// HostsOf lists the hosts of known_hosts lines (hashed entries cannot be
+// read back: they are returned as is, and match nothing).
+func HostsOf(knownHosts string) []string {
+	hosts := []string{}
+	for _, line := range strings.Split(knownHosts, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		fields := strings.Fields(line)
+		if strings.HasPrefix(fields[0], "@") && len(fields) > 1 { // @cert-authority, @revoked
+			fields = fields[1:]
+		}
+		hosts = append(hosts, strings.Split(fields[0], ",")...)
+	}
+	return hosts
+}

@@ -1,0 +1,189 @@
+package repocheck
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const instance = `apiVersion: fluxcd.controlplane.io/v1
+kind: FluxInstance
+metadata:
+  name: flux
+  namespace: flux-system
+spec:
+  distribution:
+    version: "2.x"
+  sync:
+    kind: GitRepository
+    url: ssh://git@github.com/me/homelab.git
+    ref: refs/heads/main
+    path: clusters/home
+    pullSecret: git-deploy-key
+`
+
+// seedRepo is seed 000's shape: a Flux Kustomization whose kustomization
+// mounts an icon through a configMapGenerator.
+func seedRepo(t *testing.T, extra map[string]string) string {
+	t.Helper()
+	root := t.TempDir()
+	files := map[string]string{
+		"flux/cluster.yaml": instance,
+		"clusters/home/apps.yaml": `apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata:
+  name: apps
+  namespace: flux-system
+spec:
+  interval: 10m
+  path: ./apps
+  prune: true
+  sourceRef:
+    kind: GitRepository
+    name: flux-system
+  decryption:
+    provider: sops
+    secretRef:
+      name: sops-age
+`,
+		"apps/kustomization.yaml": `apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+  - deployment.yaml
+configMapGenerator:
+  - name: glance-branding
+    files:
+      - branding/icon.png
+`,
+		"apps/deployment.yaml": `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: glance
+  namespace: default
+spec:
+  selector: {matchLabels: {app: glance}}
+  template:
+    metadata: {labels: {app: glance}}
+    spec:
+      containers: [{name: glance, image: glanceapp/glance:v0.8.4}]
+`,
+		"apps/branding/icon.png": "\x89PNG\r\n",
+	}
+	for k, v := range extra {
+		files[k] = v
+	}
+	for name, content := range files {
+		p := filepath.Join(root, filepath.FromSlash(name))
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, []byte(content), 0o644))
+	}
+	return root
+}
+
+func check(t *testing.T, root string, secrets ...string) *Report {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(root, "flux/cluster.yaml"))
+	require.NoError(t, err)
+	r, err := Check(Options{Root: root, Instance: raw, InstanceFile: "flux/cluster.yaml", Secrets: secrets, KnownHosts: []string{"github.com"}})
+	require.NoError(t, err)
+	return r
+}
+
+func TestSeedIconExcludedIsReportedWithTheFix(t *testing.T) {
+	r := check(t, seedRepo(t, nil), "flux-system/git-deploy-key", "flux-system/sops-age")
+	require.Len(t, r.Problems, 1, "%+v", r.Problems)
+	p := r.Problems[0]
+	assert.Equal(t, "excluded", p.Kind)
+	assert.Equal(t, "flux-system/apps", p.Kustomization)
+	assert.Equal(t, "apps/branding/icon.png", p.Path)
+	assert.Equal(t, `"*.png" (source-controller's built-in default exclusions)`, p.Rule)
+	assert.Contains(t, p.Fix, "`!/apps/branding/icon.png` to .sourceignore at the repository root")
+	assert.Contains(t, p.Fix, "drops all its default exclusions")
+	assert.Equal(t, []Checked{{Name: "flux-system/flux-system", Path: "clusters/home", Resources: 1}}, r.Kustomizations)
+	assert.Contains(t, r.Excluded, "apps/branding/icon.png")
+}
+
+func TestSeedIconReincludedIsClean(t *testing.T) {
+	r := check(t, seedRepo(t, map[string]string{".sourceignore": "# the Glance icon\n!/apps/branding/icon.png\n"}), "flux-system/git-deploy-key", "flux-system/sops-age")
+	assert.Empty(t, r.Problems)
+	assert.Equal(t, []Checked{
+		{Name: "flux-system/flux-system", Path: "clusters/home", Resources: 1},
+		{Name: "flux-system/apps", Path: "apps", Resources: 2},
+	}, r.Kustomizations)
+}
+
+func TestUserRuleFixGoesBelowIt(t *testing.T) {
+	r := check(t, seedRepo(t, map[string]string{"apps/.sourceignore": "*.md\nbranding/\n"}), "flux-system/git-deploy-key", "flux-system/sops-age")
+	require.Len(t, r.Problems, 1, "%+v", r.Problems)
+	assert.Equal(t, `"branding/" (apps/.sourceignore line 2)`, r.Problems[0].Rule)
+	assert.Equal(t, "add the line `!/branding/icon.png` to apps/.sourceignore, after line 2", r.Problems[0].Fix)
+}
+
+func TestSecretsAndKnownHosts(t *testing.T) {
+	root := seedRepo(t, map[string]string{".sourceignore": "!/apps/branding/icon.png\n"})
+	r := check(t, root)
+	kinds := map[string]string{}
+	for _, p := range r.Problems {
+		kinds[p.Kind+" "+p.Kustomization] = p.Message
+	}
+	assert.Equal(t, map[string]string{
+		"secret ":                 "spec.sync.pullSecret flux-system/git-deploy-key will not exist: the bootstrap seeds none",
+		"secret flux-system/apps": "spec.decryption.secretRef flux-system/sops-age will not exist: the bootstrap seeds none",
+	}, kinds)
+
+	raw, err := os.ReadFile(filepath.Join(root, "flux/cluster.yaml"))
+	require.NoError(t, err)
+	r, err = Check(Options{Root: root, Instance: raw, InstanceFile: "flux/cluster.yaml", Secrets: []string{"flux-system/git-deploy-key", "flux-system/sops-age"}, KnownHosts: []string{"git.lan"}})
+	require.NoError(t, err)
+	require.Len(t, r.Problems, 1)
+	assert.Equal(t, "known_hosts", r.Problems[0].Kind)
+	assert.Contains(t, r.Problems[0].Message, "github.com is not in the deploy key's known_hosts (git.lan)")
+}
+
+func TestBuildErrorAndMissingPath(t *testing.T) {
+	r := check(t, seedRepo(t, map[string]string{"apps/kustomization.yaml": "resources:\n  - missing.yaml\n"}), "flux-system/git-deploy-key", "flux-system/sops-age")
+	require.Len(t, r.Problems, 1)
+	assert.Equal(t, "build", r.Problems[0].Kind)
+	assert.Contains(t, r.Problems[0].Message, "kustomize build failed: ")
+	assert.Contains(t, r.Problems[0].Message, "missing.yaml")
+	assert.NotContains(t, r.Problems[0].Message, os.TempDir()+"/flux-repo-check-", "paths are the repository's")
+
+	r = check(t, seedRepo(t, map[string]string{"flux/cluster.yaml": instanceWithPath("nowhere")}), "flux-system/git-deploy-key")
+	require.Len(t, r.Problems, 1)
+	assert.Equal(t, `spec.path "nowhere" is not a directory of the artifact`, r.Problems[0].Message)
+}
+
+func instanceWithPath(p string) string {
+	return instance[:len(instance)-len("clusters/home\n    pullSecret: git-deploy-key\n")] + p + "\n    pullSecret: git-deploy-key\n"
+}
+
+func TestBadInstance(t *testing.T) {
+	for name, tc := range map[string]struct{ raw, want string }{
+		"not yaml":   {":\n  - ][", "flux/cluster.yaml: not YAML"},
+		"wrong kind": {"kind: Kustomization\n", `flux/cluster.yaml: kind is "Kustomization", expected FluxInstance`},
+		"no sync":    {"kind: FluxInstance\nspec: {}\n", "flux/cluster.yaml: spec.sync is not set"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := Check(Options{Root: t.TempDir(), Instance: []byte(tc.raw), InstanceFile: "flux/cluster.yaml"})
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+}
+
+func TestHosts(t *testing.T) {
+	assert.Equal(t, []string{"github.com", "140.82.112.3", "[git.lan]:2222"}, HostsOf("# c\ngithub.com,140.82.112.3 ssh-ed25519 AAAA\n@cert-authority [git.lan]:2222 ssh-rsa AAAA\n"))
+	for raw, want := range map[string]string{
+		"ssh://git@github.com/me/r.git": "github.com", "ssh://git@git.lan:2222/me/r.git": "[git.lan]:2222",
+		"ssh://git@git.lan:22/r.git": "git.lan", "git@github.com:me/r.git": "github.com",
+	} {
+		host, ok := sshHost(raw)
+		assert.True(t, ok, raw)
+		assert.Equal(t, want, host, raw)
+	}
+	_, ok := sshHost("https://gitea.lan/me/r.git")
+	assert.False(t, ok)
+}

@@ -1,0 +1,52 @@
+package fluxrepocheck
+
+import "github.com/gitops-k3s-flux/k3s_flux/internal/ansible"
+
+var module = &ansible.Module{
+	Name:             "flux_repo_check",
+	ShortDescription: "Predict what Flux will make of a repository before it is pushed",
+	Description: []string{
+		"Reads the repository on the Ansible controller, as Flux would read it once pushed, and changes nothing.",
+		"First the files source-controller leaves out of the artifact: its built-in exclusions (images such as C(*.png), archives, CI files, C(.sops.yaml)) and every C(.sourceignore) at any depth, with gitignore semantics, as source-controller applies them (fluxcd/pkg's patterns; any C(.sourceignore) line turns the built-in list off except C(.git*)).",
+		"Then every Flux Kustomization of the FluxInstance's sync, built as kustomize-controller builds it (fluxcd/pkg/kustomize's generator and build over kustomize's library) from the files the artifact keeps: the sync's C(spec.sync.path) first, then each Kustomization of the same GitRepository that a build outputs, recursively.",
+		"A file a build needs that the artifact leaves out is reported with the rule that excluded it and the C(.sourceignore) line that keeps it; any other build error is reported as kustomize gives it, with paths relative to the repository.",
+		"Cross-checks with the bootstrap: C(spec.sync.pullSecret) and every C(spec.decryption.secretRef) must be among O(secrets); an SSH C(spec.sync.url)'s host must be one O(known_hosts) covers.",
+		"Fails when it finds a problem, C(msg) listing each; C(problems) holds them.",
+	},
+	Author:    []string{"gitops.k3s_flux maintainers"},
+	CheckMode: "full",
+	DiffMode:  "none",
+	Notes: []string{
+		"Only Kustomizations of the sync's own GitRepository are built (others are listed in C(skipped)); remote bases are not fetched, so a build that uses one reports its error.",
+		"Post-build variable substitution and SOPS decryption happen after the build in kustomize-controller and are not checked.",
+	},
+	Spec: ansible.Spec{Options: []ansible.Option{
+		{Name: "path", Type: ansible.TypePath, Required: true,
+			Description: []string{"The repository's top directory (what source-controller checks out)."}},
+		{Name: "instance", Type: ansible.TypePath,
+			Description: []string{"The FluxInstance file. Default: C(flux/cluster.yaml) under O(path)."}},
+		{Name: "secrets", Type: ansible.TypeList, Elements: ansible.TypeStr, Default: []any{},
+			Description: []string{"The Secrets that will exist when Flux starts, as C(namespace/name): those the bootstrap seeds and those already in the cluster."}},
+		{Name: "known_hosts",
+			Description: []string{"The deploy key's known_hosts: C(github) (GitHub's hosts, as M(gitops.k3s_flux.seed_secret) writes them) or known_hosts lines. Default: the SSH host is not checked."}},
+	}},
+	Examples: `
+- name: Check the repository before the hand-off
+  gitops.k3s_flux.flux_repo_check:
+    path: "{{ playbook_dir }}/.."
+    secrets:
+      - flux-system/git-deploy-key
+      - flux-system/sops-age
+    known_hosts: github
+  delegate_to: localhost
+`,
+	Returns: []ansible.Return{
+		{Name: "problems", Description: []string{"What Flux would fail on: C(kind) (excluded, build, secret, known_hosts), C(kustomization), C(path), C(rule) and C(fix) for an excluded file, C(message)."}, Returned: "always", Type: "list",
+			Sample: []any{map[string]any{"kind": "excluded", "kustomization": "flux-system/apps", "path": "apps/branding/icon.png", "rule": `"*.png" (source-controller's built-in default exclusions)`,
+				"fix": "add the line `!/apps/branding/icon.png` to .sourceignore at the repository root", "message": "flux-system/apps needs apps/branding/icon.png, which source-controller leaves out of the artifact"}}},
+		{Name: "kustomizations", Description: []string{"The Flux Kustomizations built: C(name) (namespace/name), C(path), C(resources) (how many objects the build made)."}, Returned: "always", Type: "list",
+			Sample: []any{map[string]any{"name": "flux-system/flux-system", "path": "flux", "resources": 2}}},
+		{Name: "excluded", Description: []string{"The repository's files the artifact leaves out."}, Returned: "always", Type: "list", Sample: []any{".gitignore", "docs/logo.png"}},
+		{Name: "skipped", Description: []string{"Kustomizations of other sources, not built."}, Returned: "always", Type: "list", Sample: []any{}},
+	},
+}

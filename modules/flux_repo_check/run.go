@@ -1,0 +1,72 @@
+package fluxrepocheck
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible"
+	"github.com/gitops-k3s-flux/k3s_flux/internal/repocheck"
+)
+
+type args struct {
+	Path       string   `json:"path"`
+	Instance   string   `json:"instance"`
+	Secrets    []string `json:"secrets"`
+	KnownHosts *string  `json:"known_hosts"`
+}
+
+// githubHosts are the hosts seed_secret writes GitHub's keys for.
+var githubHosts = []string{"github.com", "[ssh.github.com]:443"}
+
+func run(_ context.Context, req *ansible.Request) (*ansible.Result, error) {
+	var a args
+	if err := req.Decode(&a); err != nil {
+		return nil, err
+	}
+	if info, err := os.Stat(a.Path); err != nil || !info.IsDir() {
+		return nil, fmt.Errorf("path %s: not a directory", a.Path)
+	}
+	if a.Instance == "" {
+		a.Instance = filepath.Join(a.Path, "flux", "cluster.yaml")
+	}
+	for _, s := range a.Secrets {
+		if ns, name, ok := strings.Cut(s, "/"); !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+			return nil, fmt.Errorf("secrets: %q is not namespace/name", s)
+		}
+	}
+	raw, err := os.ReadFile(a.Instance)
+	if err != nil {
+		return nil, fmt.Errorf("instance: %w", err)
+	}
+	o := repocheck.Options{Root: a.Path, Instance: raw, InstanceFile: a.Instance, Secrets: a.Secrets}
+	if a.KnownHosts != nil {
+		o.KnownHosts = githubHosts
+		if *a.KnownHosts != "github" {
+			o.KnownHosts = repocheck.HostsOf(*a.KnownHosts)
+		}
+	}
+	report, err := repocheck.Check(o)
+	if err != nil {
+		return nil, err
+	}
+	res := &ansible.Result{}
+	res.Set("problems", report.Problems)
+	res.Set("kustomizations", report.Kustomizations)
+	res.Set("excluded", report.Excluded)
+	res.Set("skipped", report.Skipped)
+	if len(report.Problems) == 0 {
+		return res, nil
+	}
+	lines := make([]string, 0, len(report.Problems))
+	for _, p := range report.Problems {
+		line := p.Message
+		if p.Fix != "" {
+			line += "; fix: " + p.Fix
+		}
+		lines = append(lines, line)
+	}
+	return res, fmt.Errorf("Flux would fail on %s: %s", a.Path, strings.Join(lines, " | "))
+}

@@ -1,0 +1,81 @@
+package fluxrepocheck
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible/ansibletest"
+)
+
+var seeded = []any{"flux-system/git-deploy-key", "flux-system/sops-age"}
+
+// seedCopy copies testdata/seed (seed 000's trap: a .png in a
+// configMapGenerator) and adds files.
+func seedCopy(t *testing.T, extra map[string]string) string {
+	t.Helper()
+	root := t.TempDir()
+	require.NoError(t, os.CopyFS(root, os.DirFS("testdata/seed")))
+	for name, content := range extra {
+		require.NoError(t, os.WriteFile(filepath.Join(root, name), []byte(content), 0o644))
+	}
+	return root
+}
+
+func TestSidecarDocs(t *testing.T) { ansibletest.CheckSidecar(t, module) }
+
+func TestBadInput(t *testing.T) {
+	ansibletest.CheckBadInputs(t, module, ansibletest.BadInputs(module, map[string]any{"path": t.TempDir()}))
+	for name, tc := range map[string]struct {
+		args map[string]any
+		want string
+	}{
+		"path missing": {map[string]any{"path": "/nonexistent"}, "path /nonexistent: not a directory"},
+		"no instance":  {map[string]any{"path": t.TempDir()}, "instance: open "},
+		"bad secret":   {map[string]any{"path": seedCopy(t, nil), "secrets": []any{"sops-age"}}, `secrets: "sops-age" is not namespace/name`},
+		"bad instance": {map[string]any{"path": seedCopy(t, map[string]string{"flux/cluster.yaml": "kind: Secret\n"})}, `kind is "Secret", expected FluxInstance`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			res, code, _ := ansibletest.Run(t, module, run, tc.args)
+			assert.Equal(t, 1, code)
+			assert.Contains(t, res["msg"], tc.want)
+		})
+	}
+}
+
+func TestSeedTrapFails(t *testing.T) {
+	root := seedCopy(t, nil)
+	res, code, _ := ansibletest.Run(t, module, run, map[string]any{"path": root, "secrets": seeded, "known_hosts": "github"})
+	require.Equal(t, 1, code, res)
+	assert.Equal(t, "Flux would fail on "+root+": flux-system/apps needs apps/branding/icon.png, which source-controller leaves out of the artifact "+
+		`("*.png" (source-controller's built-in default exclusions)); fix: add the line `+"`!/apps/branding/icon.png`"+` to .sourceignore at the repository root. `+
+		"Note: once .sourceignore has any line, source-controller drops all its default exclusions (images, archives, CI files), keeping only .git*", res["msg"])
+	assert.Equal(t, false, res["changed"])
+	problems := res["problems"].([]any)
+	require.Len(t, problems, 1)
+	assert.Equal(t, "excluded", problems[0].(map[string]any)["kind"])
+}
+
+func TestSeedReincludedPasses(t *testing.T) {
+	root := seedCopy(t, map[string]string{".sourceignore": "!/apps/branding/icon.png\n"})
+	for _, check := range []bool{false, true} {
+		res, code, _ := ansibletest.Run(t, module, run, map[string]any{"path": root, "secrets": seeded, "known_hosts": "github", "_ansible_check_mode": check})
+		require.Equal(t, 0, code, res)
+		assert.Equal(t, false, res["changed"])
+		assert.Equal(t, []any{}, res["problems"])
+		assert.Len(t, res["kustomizations"], 2)
+	}
+}
+
+func TestKnownHostsAndSecrets(t *testing.T) {
+	root := seedCopy(t, map[string]string{".sourceignore": "!/apps/branding/icon.png\n"})
+	res, code, _ := ansibletest.Run(t, module, run, map[string]any{"path": root, "known_hosts": "git.lan ssh-ed25519 AAAA\n"})
+	require.Equal(t, 1, code)
+	msg := res["msg"].(string)
+	assert.Contains(t, msg, "spec.sync.pullSecret flux-system/git-deploy-key will not exist")
+	assert.Contains(t, msg, "spec.decryption.secretRef flux-system/sops-age will not exist")
+	assert.Contains(t, msg, "github.com is not in the deploy key's known_hosts (git.lan)")
+}
