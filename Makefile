@@ -83,9 +83,9 @@ testbed-rootfs: ## Register qemu-user-static with binfmt_misc and build the arm6
 	tests/tools/rootfs.sh armhf >/dev/null
 
 test-e2e: build testbed-rootfs ## End-to-end tests over SSH to test hosts (needs root): with Debian's ansible-core (pipelining off), then with ansible-core 2.19 from requirements.txt (pipelining on)
-	E2E_ANSIBLE_CORE="$$(dpkg-query -W -f '$${Version}' ansible-core | cut -d- -f1)" E2E_PIPELINING=false \
+	just="$$(tests/tools/just.sh)" && PATH="$$just:$$PATH" E2E_ANSIBLE_CORE="$$(dpkg-query -W -f '$${Version}' ansible-core | cut -d- -f1)" E2E_PIPELINING=false \
 		go test -tags e2e -count=1 -timeout 20m -v ./tests/e2e/...
-	venv="$$(tests/tools/venv.sh)" && PATH="$$venv/bin:$$PATH" E2E_ANSIBLE_CORE="$$(sed -n 's/^ansible-core==//p' requirements.txt)" E2E_PIPELINING=true \
+	venv="$$(tests/tools/venv.sh)" && just="$$(tests/tools/just.sh)" && PATH="$$venv/bin:$$just:$$PATH" E2E_ANSIBLE_CORE="$$(sed -n 's/^ansible-core==//p' requirements.txt)" E2E_PIPELINING=true \
 		go test -tags e2e -count=1 -timeout 20m -v ./tests/e2e/...
 
 test-molecule: testbed-bin build ## molecule test of the default scenario against the test bed (molecule from requirements.txt)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -108,6 +109,22 @@ func (f *Flux) RestartOperator() error {
 		}
 	}
 	return fmt.Errorf("the test bed runs no flux-operator")
+}
+
+// LogTails is the last n lines of each Flux process's log, for a failing
+// test to show what the controllers were doing.
+func (f *Flux) LogTails(n int) string {
+	var b strings.Builder
+	for _, p := range f.procs {
+		raw, err := os.ReadFile(p.Log)
+		if err != nil {
+			fmt.Fprintf(&b, "== %s: %v\n", p.Name, err)
+			continue
+		}
+		lines := strings.Split(strings.TrimRight(string(raw), "\n"), "\n")
+		fmt.Fprintf(&b, "== %s (%s), last %d lines:\n%s\n", p.Name, p.Log, n, strings.Join(lines[max(0, len(lines)-n):], "\n"))
+	}
+	return b.String()
 }
 
 // Logs lists the Flux processes' log files, for a failing test to show.

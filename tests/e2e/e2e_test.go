@@ -96,8 +96,32 @@ func (c collection) play(t *testing.T, args ...string) playResult {
 // playWith runs ansible-playbook with extra environment variables.
 func (c collection) playWith(t *testing.T, env []string, args ...string) playResult {
 	t.Helper()
+	return c.playIn(t, "", env, args...)
+}
+
+// playIn runs ansible-playbook from dir (its ansible.cfg applies), with
+// extra environment variables.
+func (c collection) playIn(t *testing.T, dir string, env []string, args ...string) playResult {
+	t.Helper()
 	cmd := exec.Command("ansible-playbook", args...)
+	cmd.Dir = dir
 	cmd.Env = append(c.env(t), env...)
+	start := time.Now()
+	out, err := cmd.CombinedOutput()
+	return parseRecap(playResult{output: string(out), err: err, duration: time.Since(start), recap: map[string]map[string]int{}})
+}
+
+// justIn runs the just recipes of the repository at dir (without a
+// KUBECONFIG from the environment: the recipes find their own).
+func (c collection) justIn(t *testing.T, dir string, args ...string) playResult {
+	t.Helper()
+	cmd := exec.Command("just", args...)
+	cmd.Dir = dir
+	for _, kv := range c.env(t) {
+		if !strings.HasPrefix(kv, "KUBECONFIG=") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
 	start := time.Now()
 	out, err := cmd.CombinedOutput()
 	return parseRecap(playResult{output: string(out), err: err, duration: time.Since(start), recap: map[string]map[string]int{}})

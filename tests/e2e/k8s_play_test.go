@@ -6,8 +6,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -201,6 +203,70 @@ func TestBootstrapPlay(t *testing.T) {
 		r := play(scenario(c, "verify"))
 		require.NoError(t, r.err, r.output)
 		assert.Equal(t, 0, r.changed()["localhost"], "the hand-off in check mode finds nothing to change: %s", r.output)
+	})
+
+	// Seed 000's layout: plays and inventory in ansible/, flux/cluster.yaml and the Flux tree at the
+	// root; the installed collection's play run from ansible/, with no path variable and no -i.
+	t.Run("seed 000 layout", func(t *testing.T) {
+		repo := t.TempDir()
+		require.NoError(t, os.CopyFS(repo, os.DirFS(bed.RepoFixture())))
+		vars := map[string]any{}
+		raw, err := os.ReadFile(varsFile)
+		require.NoError(t, err)
+		require.NoError(t, json.Unmarshal(raw, &vars))
+		instance, err := os.ReadFile(vars["flux_bootstrap_instance_src"].(string))
+		require.NoError(t, err)
+		for _, path := range []string{"k8s_cluster_kubeconfig_dest", "flux_bootstrap_kubeconfig", "flux_bootstrap_instance_src", "flux_bootstrap_repo_dir"} {
+			delete(vars, path)
+		}
+		vars["k8s_cluster_agent_config"] = map[string]any{"node-label": []any{"tier=worker"}}
+		inventory, err := os.ReadFile(b.Hosts.Inventory)
+		require.NoError(t, err)
+		ansibleDir := filepath.Join(repo, "ansible")
+		for name, content := range map[string][]byte{
+			"flux/cluster.yaml":     instance,
+			"ansible/inventory.ini": inventory,
+			"ansible/ansible.cfg":   []byte("[defaults]\ninventory = inventory.ini\n"),
+		} {
+			require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(repo, name)), 0o700))
+			require.NoError(t, os.WriteFile(filepath.Join(repo, name), content, 0o600))
+		}
+		writeJSON(t, filepath.Join(ansibleDir, "vars.json"), vars)
+		out, err := exec.Command("git", "init", "-q", repo).CombinedOutput()
+		require.NoError(t, err, string(out))
+
+		r := c.playIn(t, ansibleDir, nil, "gitops.k3s_flux.k8s", "-e", "@vars.json")
+		outputs = append(outputs, r.output)
+		require.NoError(t, r.err, r.output)
+		assert.Equal(t, map[string]int{"localhost": 0, "node1": 1, "node2": 0, "node3": 0}, r.changed(),
+			"the cluster is the same; only the kubeconfig is written, in its new place: %s", r.output)
+		info, err := os.Stat(filepath.Join(ansibleDir, ".generated", "kubeconfig"))
+		require.NoError(t, err, "the kubeconfig lands in ansible/.generated/, not in the collection")
+		assert.Equal(t, os.FileMode(0o600), info.Mode().Perm())
+
+		// The same through just, from the repository's root as seed 000 types it (the collection's
+		// justfile, ans.just and fx.just copied in): ansible/'s ansible.cfg names the inventory.
+		for _, name := range []string{"justfile", "ans.just", "fx.just"} {
+			raw, err := os.ReadFile(filepath.Join(c.root, name))
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(filepath.Join(repo, name), raw, 0o600))
+		}
+		r = c.justIn(t, repo, "ans", "k8s", "-e", "@vars.json")
+		outputs = append(outputs, r.output)
+		require.NoError(t, r.err, r.output)
+		assert.Equal(t, map[string]int{"localhost": 0, "node1": 0, "node2": 0, "node3": 0}, r.changed(), "idempotent: %s", r.output)
+		r = c.justIn(t, repo, "fx", "get")
+		outputs = append(outputs, r.output)
+		require.NoError(t, r.err, "just fx finds ansible/.generated/kubeconfig: %s", r.output)
+		assert.Contains(t, r.output, "infra-controllers")
+
+		require.NoError(t, os.Remove(filepath.Join(repo, "flux", "cluster.yaml")))
+		r = c.playIn(t, ansibleDir, nil, "gitops.k3s_flux.k8s", "-e", "@vars.json")
+		outputs = append(outputs, r.output)
+		require.Error(t, r.err)
+		flat := strings.Join(strings.Fields(r.output), " ")
+		assert.Contains(t, flat, "flux_bootstrap_instance_src "+filepath.Join(repo, "flux", "cluster.yaml")+": no such file on the controller")
+		assert.NotContains(t, r.output, "TASK [gitops.k3s_flux.k8s_cluster", "no host is touched before the inputs are checked")
 	})
 
 	// A label for node3 (host_vars beside the inventory) and a new Infisical secret for one tier.
