@@ -36,6 +36,8 @@ type Options struct {
 	// KnownHosts are the hosts the deploy key's known_hosts covers (as
 	// written there: "github.com", "[git.lan]:2222"); nil: not checked.
 	KnownHosts []string
+	// CacheDir keeps the last clean report per repository; empty: none.
+	CacheDir string
 }
 
 // Problem is one thing Flux would fail on.
@@ -61,6 +63,7 @@ type Report struct {
 	Excluded       []string  `json:"excluded"` // files the artifact leaves out
 	Problems       []Problem `json:"problems"`
 	Skipped        []string  `json:"skipped"` // Kustomizations of other sources, not checked
+	Cached         bool      `json:"cached"`  // the report of an unchanged repository, kept by the last run
 	UserRules      int       `json:"-"`
 	files          []fluxsource.File
 }
@@ -110,6 +113,19 @@ func Check(o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	abs, err := filepath.Abs(o.Root)
+	if err != nil {
+		return nil, err
+	}
+	var key string
+	if o.CacheDir != "" {
+		if key, err = cacheKey(o, files); err != nil {
+			return nil, err
+		}
+		if r, ok := fromCache(o.CacheDir, abs, key); ok {
+			return r, nil
+		}
+	}
 	r := &Report{files: files, UserRules: filter.UserRules, Excluded: []string{}, Problems: []Problem{}, Kustomizations: []Checked{}, Skipped: []string{}}
 	for _, f := range files {
 		if f.Excluded {
@@ -149,6 +165,9 @@ func Check(o Options) (*Report, error) {
 		"metadata": map[string]any{"name": s.name, "namespace": s.namespace},
 		"spec":     map[string]any{"path": s.path, "sourceRef": map[string]any{"kind": s.kind, "name": s.name}}}
 	b.build(unstructured.Unstructured{Object: root})
+	if key != "" && len(r.Problems) == 0 {
+		toCache(o.CacheDir, abs, key, r)
+	}
 	return r, nil
 }
 

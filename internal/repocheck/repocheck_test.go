@@ -187,3 +187,32 @@ func TestHosts(t *testing.T) {
 	_, ok := sshHost("https://gitea.lan/me/r.git")
 	assert.False(t, ok)
 }
+
+func TestCacheKeepsOnlyCleanReports(t *testing.T) {
+	cache := t.TempDir()
+	root := seedRepo(t, map[string]string{".sourceignore": "!/apps/branding/icon.png\n"})
+	raw, err := os.ReadFile(filepath.Join(root, "flux/cluster.yaml"))
+	require.NoError(t, err)
+	o := Options{Root: root, Instance: raw, InstanceFile: "flux/cluster.yaml", Secrets: []string{"flux-system/git-deploy-key", "flux-system/sops-age"}, CacheDir: cache}
+	first, err := Check(o)
+	require.NoError(t, err)
+	assert.False(t, first.Cached)
+	second, err := Check(o)
+	require.NoError(t, err)
+	assert.True(t, second.Cached)
+	assert.Equal(t, first.Kustomizations, second.Kustomizations)
+	entries, err := os.ReadDir(cache)
+	require.NoError(t, err)
+	require.Len(t, entries, 1)
+	info, err := entries[0].Info()
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), info.Mode().Perm())
+
+	o.Secrets = nil // another input: checked again, and its problems are never kept
+	for range 2 {
+		r, err := Check(o)
+		require.NoError(t, err)
+		assert.False(t, r.Cached)
+		assert.NotEmpty(t, r.Problems)
+	}
+}

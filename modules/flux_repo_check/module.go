@@ -11,7 +11,7 @@ var module = &ansible.Module{
 		"Then every Flux Kustomization of the FluxInstance's sync, built as kustomize-controller builds it (fluxcd/pkg/kustomize's generator and build over kustomize's library) from the files the artifact keeps: the sync's C(spec.sync.path) first, then each Kustomization of the same GitRepository that a build outputs, recursively.",
 		"A file a build needs that the artifact leaves out is reported with the rule that excluded it and the C(.sourceignore) line that keeps it; any other build error is reported as kustomize gives it, with paths relative to the repository.",
 		"Cross-checks with the bootstrap: C(spec.sync.pullSecret) and every C(spec.decryption.secretRef) must be among O(secrets); an SSH C(spec.sync.url)'s host must be one O(known_hosts) covers.",
-		"Fails when it finds a problem, C(msg) listing each; C(problems) holds them.",
+		"Fails when it finds a problem, C(msg) listing each; C(problems) holds them. A clean report is kept per repository, so a re-run with nothing changed skips the builds (see C(cached)).",
 	},
 	Author:    []string{"gitops.k3s_flux maintainers"},
 	CheckMode: "full",
@@ -47,6 +47,7 @@ var module = &ansible.Module{
 		{Name: "kustomizations", Description: []string{"The Flux Kustomizations built: C(name) (namespace/name), C(path), C(resources) (how many objects the build made)."}, Returned: "always", Type: "list",
 			Sample: []any{map[string]any{"name": "flux-system/flux-system", "path": "flux", "resources": 2}}},
 		{Name: "excluded", Description: []string{"The repository's files the artifact leaves out."}, Returned: "always", Type: "list", Sample: []any{".gitignore", "docs/logo.png"}},
+		{Name: "cached", Description: []string{"True when nothing the check reads changed since its last clean run (every file's path, the content of each file the artifact keeps, the FluxInstance, the options, the binary): the report is that run's, kept under C(${XDG_CACHE_HOME:-~/.cache}/gitops.k3s_flux/repo_check/), and nothing was built."}, Returned: "always", Type: "bool", Sample: false},
 		{Name: "skipped", Description: []string{"Kustomizations of other sources, not built."}, Returned: "always", Type: "list", Sample: []any{}},
 	},
 }

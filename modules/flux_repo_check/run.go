@@ -18,6 +18,20 @@ type args struct {
 	KnownHosts *string  `json:"known_hosts"`
 }
 
+// cacheDir keeps the last clean report per repository, beside the binaries
+// the action plugins keep: ${XDG_CACHE_HOME:-~/.cache}/gitops.k3s_flux.
+func cacheDir() string {
+	base := os.Getenv("XDG_CACHE_HOME")
+	if base == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return ""
+		}
+		base = filepath.Join(home, ".cache")
+	}
+	return filepath.Join(base, "gitops.k3s_flux", "repo_check")
+}
+
 // githubHosts are the hosts seed_secret writes GitHub's keys for.
 var githubHosts = []string{"github.com", "[ssh.github.com]:443"}
 
@@ -41,7 +55,7 @@ func run(_ context.Context, req *ansible.Request) (*ansible.Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("instance: %w", err)
 	}
-	o := repocheck.Options{Root: a.Path, Instance: raw, InstanceFile: a.Instance, Secrets: a.Secrets}
+	o := repocheck.Options{Root: a.Path, Instance: raw, InstanceFile: a.Instance, Secrets: a.Secrets, CacheDir: cacheDir()}
 	if a.KnownHosts != nil {
 		o.KnownHosts = githubHosts
 		if *a.KnownHosts != "github" {
@@ -57,6 +71,7 @@ func run(_ context.Context, req *ansible.Request) (*ansible.Result, error) {
 	res.Set("kustomizations", report.Kustomizations)
 	res.Set("excluded", report.Excluded)
 	res.Set("skipped", report.Skipped)
+	res.Set("cached", report.Cached)
 	if len(report.Problems) == 0 {
 		return res, nil
 	}

@@ -28,6 +28,7 @@ func seedCopy(t *testing.T, extra map[string]string) string {
 func TestSidecarDocs(t *testing.T) { ansibletest.CheckSidecar(t, module) }
 
 func TestBadInput(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
 	ansibletest.CheckBadInputs(t, module, ansibletest.BadInputs(module, map[string]any{"path": t.TempDir()}))
 	for name, tc := range map[string]struct {
 		args map[string]any
@@ -47,6 +48,7 @@ func TestBadInput(t *testing.T) {
 }
 
 func TestSeedTrapFails(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
 	root := seedCopy(t, nil)
 	res, code, _ := ansibletest.Run(t, module, run, map[string]any{"path": root, "secrets": seeded, "known_hosts": "github"})
 	require.Equal(t, 1, code, res)
@@ -60,17 +62,25 @@ func TestSeedTrapFails(t *testing.T) {
 }
 
 func TestSeedReincludedPasses(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
 	root := seedCopy(t, map[string]string{".sourceignore": "!/apps/branding/icon.png\n"})
-	for _, check := range []bool{false, true} {
+	for i, check := range []bool{false, true} {
 		res, code, _ := ansibletest.Run(t, module, run, map[string]any{"path": root, "secrets": seeded, "known_hosts": "github", "_ansible_check_mode": check})
 		require.Equal(t, 0, code, res)
 		assert.Equal(t, false, res["changed"])
 		assert.Equal(t, []any{}, res["problems"])
 		assert.Len(t, res["kustomizations"], 2)
+		assert.Equal(t, i == 1, res["cached"], "the second run finds the first's report")
 	}
+	// A kept file changes: built again, and the trap found.
+	require.NoError(t, os.WriteFile(filepath.Join(root, ".sourceignore"), []byte("# nothing kept back\n"), 0o644))
+	res, code, _ := ansibletest.Run(t, module, run, map[string]any{"path": root, "secrets": seeded, "known_hosts": "github"})
+	assert.Equal(t, 1, code)
+	assert.Equal(t, false, res["cached"])
 }
 
 func TestKnownHostsAndSecrets(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
 	root := seedCopy(t, map[string]string{".sourceignore": "!/apps/branding/icon.png\n"})
 	res, code, _ := ansibletest.Run(t, module, run, map[string]any{"path": root, "known_hosts": "git.lan ssh-ed25519 AAAA\n"})
 	require.Equal(t, 1, code)
