@@ -36,6 +36,11 @@ type secretSpec struct {
 		Key     string `json:"key"`
 		KeyFile string `json:"key_file"`
 	} `json:"age_key"`
+	GitHTTPS *struct {
+		Username    string `json:"username"`
+		Password    string `json:"password"`
+		BearerToken string `json:"bearer_token"`
+	} `json:"git_https"`
 	UniversalAuth *struct {
 		ClientID     string `json:"client_id"`
 		ClientSecret string `json:"client_secret"`
@@ -259,6 +264,11 @@ func secretData(req *ansible.Request, s secretSpec) (map[string][]byte, []string
 		}
 		data, err := ageKeyData(text)
 		return data, nil, err
+	case s.GitHTTPS != nil:
+		if s.GitHTTPS.BearerToken != "" {
+			return map[string][]byte{"bearerToken": []byte(s.GitHTTPS.BearerToken)}, nil, nil
+		}
+		return map[string][]byte{"username": []byte(s.GitHTTPS.Username), "password": []byte(s.GitHTTPS.Password)}, nil, nil
 	case s.UniversalAuth != nil:
 		return map[string][]byte{"clientId": []byte(s.UniversalAuth.ClientID), "clientSecret": []byte(s.UniversalAuth.ClientSecret)}, nil, nil
 	}

@@ -40,6 +40,30 @@ func decoded(data map[string][]byte) map[string]string {
 	return out
 }
 
+func TestGitHTTPS(t *testing.T) {
+	c := kubetest.New(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "flux-system"}})
+	for name, tc := range map[string]struct {
+		git  map[string]any
+		want map[string]string
+	}{
+		"username and password": {map[string]any{"username": "flux", "password": "gitea-token-9f2c"}, map[string]string{"username": "flux", "password": "gitea-token-9f2c"}},
+		"default username":      {map[string]any{"password": "gitea-token-9f2c"}, map[string]string{"username": "git", "password": "gitea-token-9f2c"}},
+		"bearer token":          {map[string]any{"bearer_token": "bearer-7e1d"}, map[string]string{"bearerToken": "bearer-7e1d"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			res, code, out := seedOn(t, c, map[string]any{"secrets": []any{map[string]any{"name": "git-https", "namespace": "flux-system", "git_https": tc.git}}})
+			require.Equal(t, 0, code, res["msg"])
+			assert.Equal(t, tc.want, storedData(t, c, "flux-system", "git-https"))
+			assert.NotContains(t, out, "gitea-token-9f2c")
+			assert.NotContains(t, out, "bearer-7e1d")
+			assert.Contains(t, out, `"name":"git-https"`, "the username is no secret: it masks nothing")
+		})
+	}
+	res, code, _ := seedOn(t, c, map[string]any{"secrets": []any{map[string]any{"name": "git-https", "namespace": "flux-system", "git_https": map[string]any{"username": "u"}}}})
+	assert.Equal(t, 1, code)
+	assert.Contains(t, res["msg"], "password")
+}
+
 func TestSeedAgainstAnInMemoryCluster(t *testing.T) {
 	c := kubetest.New(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "flux-system"}})
 	id, err := age.GenerateX25519Identity()

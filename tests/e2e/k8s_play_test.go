@@ -269,6 +269,35 @@ func TestBootstrapPlay(t *testing.T) {
 		assert.NotContains(t, r.output, "TASK [gitops.k3s_flux.k8s_cluster", "no host is touched before the inputs are checked")
 	})
 
+	// Seed 001's bootstrap, in check mode against the converged cluster: HTTPS git credentials
+	// instead of the deploy key, a public repository, a sops-age installed by hand.
+	t.Run("git over https, no credential, a hand-installed sops-age", func(t *testing.T) {
+		password := "gitea-token-" + fmt.Sprint(time.Now().UnixNano())
+		secrets = append(secrets, password)
+		converge := scenario(c, "converge")
+		r := play(converge, "--check", "--diff", "-e", `{"flux_bootstrap_git_auth": "https", "flux_bootstrap_git_password": "`+password+`"}`)
+		require.NoError(t, r.err, r.output)
+		assert.Equal(t, 1, r.changed()["localhost"], "the git Secret would become username and password: %s", r.output)
+		assert.Regexp(t, `(?s)flux-system/git-deploy-key.*password`, r.output, "the changed keys are named")
+		assert.NotContains(t, r.output, password)
+
+		r = play(converge, "--check", "-e", "flux_bootstrap_git_auth=none")
+		require.Error(t, r.err)
+		flat := strings.Join(strings.Fields(r.output), " ")
+		assert.Contains(t, flat, "spec.sync.pullSecret flux-system/git-deploy-key will not exist", "a public repository's FluxInstance names no pullSecret")
+		assert.NotContains(t, r.output, "TASK [gitops.k3s_flux.k8s_cluster", "stopped before any host")
+
+		r = play(converge, "--check", "-e", `{"flux_bootstrap_sops_verify_only": true, "flux_bootstrap_sops_age_key_file": ""}`)
+		require.NoError(t, r.err, r.output)
+		assert.Equal(t, 0, r.changed()["localhost"], "sops-age is there and not seeded again: %s", r.output)
+		// A real run: nothing else differs, and the FluxInstance is not applied without the key.
+		r = play(converge, "-e", `{"flux_bootstrap_sops_verify_only": true, "flux_bootstrap_sops_age_key_file": "", "flux_bootstrap_sops_secret_name": "sops-by-hand"}`)
+		require.Error(t, r.err)
+		flat = strings.Join(strings.Fields(r.output), " ")
+		assert.Contains(t, flat, "required Secrets missing, so the FluxInstance was not applied: flux-system/sops-by-hand", r.output)
+		assert.Equal(t, map[string]int{"localhost": 0, "node1": 0, "node2": 0, "node3": 0}, r.changed(), "nothing changed on the way: %s", r.output)
+	})
+
 	// A label for node3 (host_vars beside the inventory) and a new Infisical secret for one tier.
 	hostVars := filepath.Join(filepath.Dir(b.Hosts.Inventory), "host_vars")
 	require.NoError(t, os.MkdirAll(hostVars, 0o700))
