@@ -12,6 +12,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -140,7 +141,7 @@ func Check(o Options) (*Report, error) {
 		r.Problems = append(r.Problems, Problem{Kind: "secret", Path: o.InstanceFile,
 			Message: fmt.Sprintf("spec.sync.pullSecret %s/%s will not exist: the bootstrap seeds %s", s.namespace, s.pullSecret, listOrNone(o.Secrets))})
 	}
-	if host, ok := sshHost(s.url); ok && o.KnownHosts != nil && !covers(o.KnownHosts, host) {
+	if host, ok := sshHost(s.url); ok && o.KnownHosts != nil && !slices.Contains(o.KnownHosts, host) {
 		r.Problems = append(r.Problems, Problem{Kind: "known_hosts", Path: o.InstanceFile,
 			Message: fmt.Sprintf("spec.sync.url's host %s is not in the deploy key's known_hosts (%s): source-controller would refuse the SSH connection", host, strings.Join(o.KnownHosts, ", "))})
 	}
@@ -153,10 +154,7 @@ func Check(o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(work)
-	if err := os.Chmod(work, 0o700); err != nil {
-		return nil, err
-	}
+	defer os.RemoveAll(work) // MkdirTemp makes it 0700
 	if err := fluxsource.Export(o.Root, files, work); err != nil {
 		return nil, fmt.Errorf("copy the artifact's files: %w", err)
 	}
@@ -342,15 +340,6 @@ func sshHost(raw string) (string, bool) {
 		}
 	}
 	return "", false
-}
-
-func covers(hosts []string, host string) bool {
-	for _, h := range hosts {
-		if h == host {
-			return true
-		}
-	}
-	return false
 }
 
 // HostsOf lists the hosts of known_hosts lines (hashed entries cannot be

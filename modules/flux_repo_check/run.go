@@ -9,6 +9,7 @@ import (
 
 	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible"
 	"github.com/gitops-k3s-flux/k3s_flux/internal/repocheck"
+	seedsecret "github.com/gitops-k3s-flux/k3s_flux/modules/seed_secret"
 )
 
 type args struct {
@@ -32,9 +33,6 @@ func cacheDir() string {
 	return filepath.Join(base, "gitops.k3s_flux", "repo_check")
 }
 
-// githubHosts are the hosts seed_secret writes GitHub's keys for.
-var githubHosts = []string{"github.com", "[ssh.github.com]:443"}
-
 func run(_ context.Context, req *ansible.Request) (*ansible.Result, error) {
 	var a args
 	if err := req.Decode(&a); err != nil {
@@ -57,7 +55,7 @@ func run(_ context.Context, req *ansible.Request) (*ansible.Result, error) {
 	}
 	o := repocheck.Options{Root: a.Path, Instance: raw, InstanceFile: a.Instance, Secrets: a.Secrets, CacheDir: cacheDir()}
 	if a.KnownHosts != nil {
-		o.KnownHosts = githubHosts
+		o.KnownHosts = seedsecret.GitHubHosts // what seed_secret writes for "github"
 		if *a.KnownHosts != "github" {
 			o.KnownHosts = repocheck.HostsOf(*a.KnownHosts)
 		}

@@ -32,7 +32,7 @@ func TestGitHubKnownHosts(t *testing.T) {
 	for i, l := range lines {
 		_, hosts, _, _, _, err := ssh.ParseKnownHosts([]byte(l))
 		require.NoError(t, err)
-		assert.Equal(t, []string{githubHosts[i/3]}, hosts)
+		assert.Equal(t, []string{GitHubHosts[i/3]}, hosts)
 	}
 }
 

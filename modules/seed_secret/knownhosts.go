@@ -12,10 +12,10 @@ import (
 	"golang.org/x/crypto/ssh"
 )
 
-// githubHosts are the names the known_hosts lines are for: GitHub's SSH
+// GitHubHosts are the names the known_hosts lines are for: GitHub's SSH
 // endpoint, and the one on port 443 for networks that block port 22
 // (same keys).
-var githubHosts = []string{"github.com", "[ssh.github.com]:443"}
+var GitHubHosts = []string{"github.com", "[ssh.github.com]:443"}
 
 // hostKey is one published SSH host key and its published fingerprint
 // (base64 SHA256 without padding, as GitHub's meta API gives it).
@@ -90,7 +90,7 @@ func githubKnownHosts(metaFile string) (string, []string, error) {
 		lines = append(lines, k.Type+" "+k.Blob)
 	}
 	var b strings.Builder
-	for _, host := range githubHosts {
+	for _, host := range GitHubHosts {
 		for _, l := range lines {
 			fmt.Fprintf(&b, "%s %s\n", host, l)
 		}

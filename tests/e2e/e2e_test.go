@@ -103,25 +103,27 @@ func (c collection) playWith(t *testing.T, env []string, args ...string) playRes
 // extra environment variables.
 func (c collection) playIn(t *testing.T, dir string, env []string, args ...string) playResult {
 	t.Helper()
-	cmd := exec.Command("ansible-playbook", args...)
-	cmd.Dir = dir
-	cmd.Env = append(c.env(t), env...)
-	start := time.Now()
-	out, err := cmd.CombinedOutput()
-	return parseRecap(playResult{output: string(out), err: err, duration: time.Since(start), recap: map[string]map[string]int{}})
+	return runIn(dir, append(c.env(t), env...), "ansible-playbook", args...)
 }
 
 // justIn runs the just recipes of the repository at dir (without a
 // KUBECONFIG from the environment: the recipes find their own).
 func (c collection) justIn(t *testing.T, dir string, args ...string) playResult {
 	t.Helper()
-	cmd := exec.Command("just", args...)
-	cmd.Dir = dir
+	var env []string
 	for _, kv := range c.env(t) {
 		if !strings.HasPrefix(kv, "KUBECONFIG=") {
-			cmd.Env = append(cmd.Env, kv)
+			env = append(env, kv)
 		}
 	}
+	return runIn(dir, env, "just", args...)
+}
+
+// runIn runs command from dir with env and parses the play recap in its output.
+func runIn(dir string, env []string, command string, args ...string) playResult {
+	cmd := exec.Command(command, args...)
+	cmd.Dir = dir
+	cmd.Env = env
 	start := time.Now()
 	out, err := cmd.CombinedOutput()
 	return parseRecap(playResult{output: string(out), err: err, duration: time.Since(start), recap: map[string]map[string]int{}})
