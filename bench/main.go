@@ -224,6 +224,10 @@ func (r *runner) writeVars(helm string) error {
 		secrets = append(secrets, secret(tier, "infisical-universal-auth", map[string]string{
 			"clientId": fmt.Sprint(a["client_id"]), "clientSecret": fmt.Sprint(a["client_secret"])}))
 	}
+	// The cluster variables (seed_secret's config_maps in ours) after the namespaces, in one task.
+	cv, _ := vars["flux_bootstrap_cluster_vars"].(map[string]any)
+	namespaces = append(namespaces, map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": "cluster-vars", "namespace": "flux-system"}, "data": cv})
 	vars["flux_bootstrap_kubeconfig"] = r.b.Kubeconfig
 	vars["bench_helm"] = helm
 	vars["bench_namespaces"] = namespaces

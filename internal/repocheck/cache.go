@@ -30,7 +30,7 @@ type cached struct {
 // cacheKey hashes what the check reads.
 func cacheKey(o Options, files []fluxsource.File) (string, error) {
 	h := sha256.New()
-	fmt.Fprintf(h, "repocheck v1\n%s\n%q\n%q\n%q\n", executableStamp(), o.Secrets, o.KnownHosts, o.InstanceFile)
+	fmt.Fprintf(h, "repocheck v2\n%s\n%q\n%q\n%q\n%q\n", executableStamp(), o.Secrets, o.ConfigMaps, o.KnownHosts, o.InstanceFile)
 	h.Write(o.Instance)
 	for _, f := range files {
 		fmt.Fprintf(h, "\n%s %t\n", f.Path, f.Excluded)

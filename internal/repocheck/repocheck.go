@@ -34,6 +34,9 @@ type Options struct {
 	// Secrets will exist when Flux starts ("namespace/name"): seeded by the
 	// bootstrap or already in the cluster.
 	Secrets []string
+	// ConfigMaps will exist when Flux starts ("namespace/name"), for
+	// postBuild.substituteFrom.
+	ConfigMaps []string
 	// KnownHosts are the hosts the deploy key's known_hosts covers (as
 	// written there: "github.com", "[git.lan]:2222"); nil: not checked.
 	KnownHosts []string
@@ -43,7 +46,7 @@ type Options struct {
 
 // Problem is one thing Flux would fail on.
 type Problem struct {
-	Kind          string `json:"kind"` // excluded, build, secret, known_hosts
+	Kind          string `json:"kind"` // excluded, build, secret, known_hosts, substitute
 	Kustomization string `json:"kustomization,omitempty"`
 	Path          string `json:"path,omitempty"`
 	Rule          string `json:"rule,omitempty"`
@@ -158,11 +161,12 @@ func Check(o Options) (*Report, error) {
 	if err := fluxsource.Export(o.Root, files, work); err != nil {
 		return nil, fmt.Errorf("copy the artifact's files: %w", err)
 	}
-	b := &builder{report: r, work: work, sync: s, secrets: secrets, seeded: o.Secrets, seen: map[string]bool{}}
+	b := &builder{report: r, work: work, sync: s, secrets: secrets, seeded: o.Secrets, seen: map[string]bool{}, built: map[string]bool{}}
 	root := map[string]any{"apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization",
 		"metadata": map[string]any{"name": s.name, "namespace": s.namespace},
 		"spec":     map[string]any{"path": s.path, "sourceRef": map[string]any{"kind": s.kind, "name": s.name}}}
 	b.build(unstructured.Unstructured{Object: root})
+	b.checkSubstitutions(o)
 	if key != "" && len(r.Problems) == 0 {
 		toCache(o.CacheDir, abs, key, r)
 	}
@@ -176,6 +180,15 @@ type builder struct {
 	secrets map[string]bool
 	seeded  []string
 	seen    map[string]bool
+	// substitutions are the postBuild.substituteFrom references met, built
+	// the ConfigMaps and Secrets the builds create ("Kind ns/name", ns
+	// empty when the build leaves it to the target namespace).
+	substitutions []substitution
+	built         map[string]bool
+}
+
+type substitution struct {
+	kustomization, kind, namespace, name string
 }
 
 // build builds one Flux Kustomization as kustomize-controller would, then
@@ -194,6 +207,7 @@ func (b *builder) build(ks unstructured.Unstructured) {
 		b.report.Problems = append(b.report.Problems, Problem{Kind: "secret", Kustomization: id,
 			Message: fmt.Sprintf("spec.decryption.secretRef %s/%s will not exist: the bootstrap seeds %s", ns, ref, listOrNone(b.seeded))})
 	}
+	b.substitutionsOf(id, ns, ks)
 	specPath, _, _ := unstructured.NestedString(ks.Object, "spec", "path")
 	rel := path.Clean(strings.TrimPrefix(filepath.ToSlash(specPath), "/"))
 	dir := filepath.Join(b.work, filepath.FromSlash(rel))
@@ -217,6 +231,9 @@ func (b *builder) build(ks unstructured.Unstructured) {
 	}
 	b.report.Kustomizations = append(b.report.Kustomizations, Checked{Name: id, Path: rel, Resources: resources.Size()})
 	for _, res := range resources.Resources() {
+		if (res.GetKind() == "ConfigMap" || res.GetKind() == "Secret") && res.GetApiVersion() == "v1" {
+			b.built[res.GetKind()+" "+res.GetNamespace()+"/"+res.GetName()] = true
+		}
 		if res.GetKind() != "Kustomization" || !strings.HasPrefix(res.GetApiVersion(), "kustomize.toolkit.fluxcd.io/") {
 			continue
 		}
@@ -241,6 +258,47 @@ func (b *builder) build(ks unstructured.Unstructured) {
 			child.SetNamespace(b.sync.namespace)
 		}
 		b.build(child)
+	}
+}
+
+// substitutionsOf notes the Kustomization's required substituteFrom
+// references (optional ones may be missing: kustomize-controller skips them).
+func (b *builder) substitutionsOf(id, ns string, ks unstructured.Unstructured) {
+	refs, _, _ := unstructured.NestedSlice(ks.Object, "spec", "postBuild", "substituteFrom")
+	for _, r := range refs {
+		ref, _ := r.(map[string]any)
+		kind, _ := ref["kind"].(string)
+		name, _ := ref["name"].(string)
+		if optional, _ := ref["optional"].(bool); optional || name == "" {
+			continue
+		}
+		b.substitutions = append(b.substitutions, substitution{kustomization: id, kind: kind, namespace: ns, name: name})
+	}
+}
+
+// checkSubstitutions reports each required substituteFrom reference that
+// nothing provides: neither the bootstrap (seeded or already there) nor a
+// build of the repository (applied by a Kustomization that runs first).
+func (b *builder) checkSubstitutions(o Options) {
+	provided := map[string]bool{}
+	for _, n := range o.Secrets {
+		provided["Secret "+n] = true
+	}
+	for _, n := range o.ConfigMaps {
+		provided["ConfigMap "+n] = true
+	}
+	for _, s := range b.substitutions {
+		full := s.namespace + "/" + s.name
+		if provided[s.kind+" "+full] || b.built[s.kind+" "+full] || b.built[s.kind+" /"+s.name] {
+			continue
+		}
+		seeded := o.ConfigMaps
+		if s.kind == "Secret" {
+			seeded = o.Secrets
+		}
+		b.report.Problems = append(b.report.Problems, Problem{Kind: "substitute", Kustomization: s.kustomization,
+			Fix:     "seed it (role flux_bootstrap: flux_bootstrap_cluster_vars writes a ConfigMap once), have the repository create it, or mark the reference optional: true",
+			Message: fmt.Sprintf("%s: spec.postBuild.substituteFrom %s %s will not exist: the bootstrap provides %s and no build of the repository creates it, so kustomize-controller would fail the Kustomization", s.kustomization, s.kind, full, listOrNone(seeded))})
 	}
 }
 

@@ -216,3 +216,53 @@ func TestCacheKeepsOnlyCleanReports(t *testing.T) {
 		assert.NotEmpty(t, r.Problems)
 	}
 }
+
+func TestSubstituteFrom(t *testing.T) {
+	withVars := func(extra map[string]string) map[string]string {
+		files := map[string]string{
+			".sourceignore": "!/apps/branding/icon.png\n",
+			"clusters/home/apps.yaml": `apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata:
+  name: apps
+  namespace: flux-system
+spec:
+  interval: 10m
+  path: ./apps
+  sourceRef:
+    kind: GitRepository
+    name: flux-system
+  postBuild:
+    substituteFrom:
+      - kind: ConfigMap
+        name: cluster-vars
+      - kind: Secret
+        name: cluster-secret-vars
+        optional: true
+`}
+		for k, v := range extra {
+			files[k] = v
+		}
+		return files
+	}
+	secrets := []string{"flux-system/git-deploy-key"}
+	root := seedRepo(t, withVars(nil))
+	r := check(t, root, secrets...)
+	require.Len(t, r.Problems, 1, "%+v", r.Problems)
+	assert.Equal(t, "substitute", r.Problems[0].Kind)
+	assert.Equal(t, "flux-system/apps: spec.postBuild.substituteFrom ConfigMap flux-system/cluster-vars will not exist: the bootstrap provides none and no build of the repository creates it, so kustomize-controller would fail the Kustomization", r.Problems[0].Message)
+	assert.Contains(t, r.Problems[0].Fix, "optional: true")
+
+	raw, err := os.ReadFile(filepath.Join(root, "flux/cluster.yaml"))
+	require.NoError(t, err)
+	r, err = Check(Options{Root: root, Instance: raw, InstanceFile: "flux/cluster.yaml", Secrets: secrets, ConfigMaps: []string{"flux-system/cluster-vars"}})
+	require.NoError(t, err)
+	assert.Empty(t, r.Problems, "seeded by the bootstrap")
+
+	// Seed 001's way: the repository itself creates cluster-vars.
+	root = seedRepo(t, withVars(map[string]string{
+		"clusters/home/kustomization.yaml": "resources:\n  - apps.yaml\n  - cluster-vars.yaml\n",
+		"clusters/home/cluster-vars.yaml":  "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cluster-vars\n  namespace: flux-system\ndata:\n  domain: home.example.org\n",
+	}))
+	assert.Empty(t, check(t, root, secrets...).Problems, "created by a build")
+}

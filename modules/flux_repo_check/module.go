@@ -10,7 +10,7 @@ var module = &ansible.Module{
 		"First the files source-controller leaves out of the artifact: its built-in exclusions (images such as C(*.png), archives, CI files, C(.sops.yaml)) and every C(.sourceignore) at any depth, with gitignore semantics, as source-controller applies them (fluxcd/pkg's patterns; any C(.sourceignore) line turns the built-in list off except C(.git*)).",
 		"Then every Flux Kustomization of the FluxInstance's sync, built as kustomize-controller builds it (fluxcd/pkg/kustomize's generator and build over kustomize's library) from the files the artifact keeps: the sync's C(spec.sync.path) first, then each Kustomization of the same GitRepository that a build outputs, recursively.",
 		"A file a build needs that the artifact leaves out is reported with the rule that excluded it and the C(.sourceignore) line that keeps it; any other build error is reported as kustomize gives it, with paths relative to the repository.",
-		"Cross-checks with the bootstrap: C(spec.sync.pullSecret) and every C(spec.decryption.secretRef) must be among O(secrets); an SSH C(spec.sync.url)'s host must be one O(known_hosts) covers.",
+		"Cross-checks with the bootstrap: C(spec.sync.pullSecret) and every C(spec.decryption.secretRef) must be among O(secrets); every C(spec.postBuild.substituteFrom) reference not marked C(optional) must be among O(secrets) or O(config_maps), or be created by a build of the repository; an SSH C(spec.sync.url)'s host must be one O(known_hosts) covers.",
 		"Fails when it finds a problem, C(msg) listing each; C(problems) holds them. A clean report is kept per repository, so a re-run with nothing changed skips the builds (see C(cached)).",
 	},
 	Author:    []string{"gitops.k3s_flux maintainers"},
@@ -18,7 +18,7 @@ var module = &ansible.Module{
 	DiffMode:  "none",
 	Notes: []string{
 		"Only Kustomizations of the sync's own GitRepository are built (others are listed in C(skipped)); remote bases are not fetched, so a build that uses one reports its error.",
-		"Post-build variable substitution and SOPS decryption happen after the build in kustomize-controller and are not checked.",
+		"The substituted values themselves and SOPS decryption happen after the build in kustomize-controller and are not checked.",
 	},
 	Spec: ansible.Spec{Options: []ansible.Option{
 		{Name: "path", Type: ansible.TypePath, Required: true,
@@ -27,6 +27,8 @@ var module = &ansible.Module{
 			Description: []string{"The FluxInstance file. Default: C(flux/cluster.yaml) under O(path)."}},
 		{Name: "secrets", Type: ansible.TypeList, Elements: ansible.TypeStr, Default: []any{},
 			Description: []string{"The Secrets that will exist when Flux starts, as C(namespace/name): those the bootstrap seeds and those already in the cluster."}},
+		{Name: "config_maps", Type: ansible.TypeList, Elements: ansible.TypeStr, Default: []any{},
+			Description: []string{"The ConfigMaps that will exist when Flux starts, as C(namespace/name) (cluster variables the bootstrap seeds, for C(postBuild.substituteFrom))."}},
 		{Name: "known_hosts",
 			Description: []string{"The deploy key's known_hosts: C(github) (GitHub's hosts, as M(gitops.k3s_flux.seed_secret) writes them) or known_hosts lines. Default: the SSH host is not checked."}},
 	}},
@@ -41,7 +43,7 @@ var module = &ansible.Module{
   delegate_to: localhost
 `,
 	Returns: []ansible.Return{
-		{Name: "problems", Description: []string{"What Flux would fail on: C(kind) (excluded, build, secret, known_hosts), C(kustomization), C(path), C(rule) and C(fix) for an excluded file, C(message)."}, Returned: "always", Type: "list",
+		{Name: "problems", Description: []string{"What Flux would fail on: C(kind) (excluded, build, secret, substitute, known_hosts), C(kustomization), C(path), C(rule) and C(fix) for an excluded file, C(message)."}, Returned: "always", Type: "list",
 			Sample: []any{map[string]any{"kind": "excluded", "kustomization": "flux-system/apps", "path": "apps/branding/icon.png", "rule": `"*.png" (source-controller's built-in default exclusions)`,
 				"fix": "add the line `!/apps/branding/icon.png` to .sourceignore at the repository root", "message": "flux-system/apps needs apps/branding/icon.png, which source-controller leaves out of the artifact"}}},
 		{Name: "kustomizations", Description: []string{"The Flux Kustomizations built: C(name) (namespace/name), C(path), C(resources) (how many objects the build made)."}, Returned: "always", Type: "list",

@@ -16,6 +16,7 @@ type args struct {
 	Path       string   `json:"path"`
 	Instance   string   `json:"instance"`
 	Secrets    []string `json:"secrets"`
+	ConfigMaps []string `json:"config_maps"`
 	KnownHosts *string  `json:"known_hosts"`
 }
 
@@ -44,16 +45,18 @@ func run(_ context.Context, req *ansible.Request) (*ansible.Result, error) {
 	if a.Instance == "" {
 		a.Instance = filepath.Join(a.Path, "flux", "cluster.yaml")
 	}
-	for _, s := range a.Secrets {
-		if ns, name, ok := strings.Cut(s, "/"); !ok || ns == "" || name == "" || strings.Contains(name, "/") {
-			return nil, fmt.Errorf("secrets: %q is not namespace/name", s)
+	for option, names := range map[string][]string{"secrets": a.Secrets, "config_maps": a.ConfigMaps} {
+		for _, s := range names {
+			if ns, name, ok := strings.Cut(s, "/"); !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+				return nil, fmt.Errorf("%s: %q is not namespace/name", option, s)
+			}
 		}
 	}
 	raw, err := os.ReadFile(a.Instance)
 	if err != nil {
 		return nil, fmt.Errorf("instance: %w", err)
 	}
-	o := repocheck.Options{Root: a.Path, Instance: raw, InstanceFile: a.Instance, Secrets: a.Secrets, CacheDir: cacheDir()}
+	o := repocheck.Options{Root: a.Path, Instance: raw, InstanceFile: a.Instance, Secrets: a.Secrets, ConfigMaps: a.ConfigMaps, CacheDir: cacheDir()}
 	if a.KnownHosts != nil {
 		o.KnownHosts = seedsecret.GitHubHosts // what seed_secret writes for "github"
 		if *a.KnownHosts != "github" {

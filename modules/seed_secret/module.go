@@ -7,11 +7,12 @@ import (
 
 var module = &ansible.Module{
 	Name:             "seed_secret",
-	ShortDescription: "Create the namespaces and seed Secrets Flux needs before it runs",
+	ShortDescription: "Create the namespaces, seed Secrets and seed ConfigMaps Flux needs before it runs",
 	Description: []string{
 		"Creates namespaces by name only (no labels or annotations), so that Flux can take them over later without a fight.",
 		"Creates or updates Secrets by server-side apply with the field manager C(gitops.k3s_flux): a git deploy key with C(known_hosts) built from GitHub's published host keys, a SOPS age key, or any data (for example Infisical universal auth in each tier namespace).",
 		"Values are compared by content and never returned, logged or shown: diffs show each key as C(<redacted>), or C(<redacted, changed>) on the new side where its value changed, and nothing derived from a value.",
+		"Creates ConfigMaps once (cluster variables for Flux's C(postBuild.substituteFrom), say): a missing one is created, an existing one is never changed, so that Flux or you own it from then on; its values are no secret and show in the diff.",
 		"A Secret that Flux has adopted (it carries a C(kustomize.toolkit.fluxcd.io/name) or C(helm.toolkit.fluxcd.io/name) label) is left alone and reported as adopted, unless C(force=true).",
 	},
 	Author:    []string{"gitops.k3s_flux maintainers"},
@@ -74,10 +75,18 @@ var module = &ansible.Module{
 							{Name: "client_secret", Required: true, NoLog: true, Description: []string{"The client secret."}},
 						}},
 				}},
+			ansible.Option{Name: "config_maps", Type: ansible.TypeList, Elements: ansible.TypeDict, Default: []any{},
+				Description: []string{"ConfigMaps to create when missing. One that exists is left as it is, even when its data differs (C(differs) lists the keys, with a warning): written once, then left to Flux."},
+				Options: []ansible.Option{
+					{Name: "name", Required: true, Format: ansible.FormatObjectName, Description: []string{"Name of the ConfigMap."}},
+					{Name: "namespace", Required: true, Format: ansible.FormatNamespace, Description: []string{"Namespace of the ConfigMap."}},
+					{Name: "data", Type: ansible.TypeDict, Required: true,
+						Description: []string{"Keys and values: strings, numbers and booleans, stored as they read in YAML (V(true), V(3))."}},
+				}},
 			ansible.Option{Name: "state", Default: "present", Choices: []any{"present", "absent"},
-				Description: []string{"V(absent) deletes the listed Secrets (namespaces are never deleted)."}},
+				Description: []string{"V(absent) deletes the listed Secrets and ConfigMaps (namespaces are never deleted)."}},
 			ansible.Option{Name: "force", Type: ansible.TypeBool, Default: false,
-				Description: []string{"Update or delete a Secret even when Flux has adopted it; replace a Secret whose type differs."}},
+				Description: []string{"Update or delete a Secret, or delete a ConfigMap, even when Flux has adopted it; replace a Secret whose type differs."}},
 		),
 	},
 	Examples: `
@@ -100,9 +109,17 @@ var module = &ansible.Module{
         universal_auth:
           client_id: "{{ vault_infisical_client_id }}"
           client_secret: "{{ vault_infisical_client_secret }}"
+    config_maps:
+      - name: cluster-vars
+        namespace: flux-system
+        data:
+          cluster_domain: home.example.org
+          worker_count: 3
 `,
 	Returns: []ansible.Return{
 		{Name: "namespaces", Description: []string{"Each namespace and whether the task created it."}, Returned: "always", Type: "list", Sample: []any{map[string]any{"name": "flux-system", "created": true}}},
+		{Name: "config_maps", Description: []string{"Each ConfigMap: its keys, whether the task created (or deleted) it, the keys whose value in the cluster differs from the one given, whether Flux has adopted it."}, Returned: "always", Type: "list",
+			Sample: []any{map[string]any{"name": "cluster-vars", "namespace": "flux-system", "keys": []any{"cluster_domain"}, "created": true, "differs": []any{}, "adopted": false}}},
 		{Name: "secrets", Description: []string{"Each Secret: its keys (never values), whether it changed, whether Flux has adopted it."}, Returned: "always", Type: "list",
 			Sample: []any{map[string]any{"name": "git-deploy-key", "namespace": "flux-system", "type": "Opaque", "keys": []any{"identity", "identity.pub", "known_hosts"}, "changed": true, "adopted": false}}},
 	},

@@ -7,7 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -49,10 +50,11 @@ type secretSpec struct {
 
 type args struct {
 	kube.Connection
-	Namespaces []string     `json:"namespaces"`
-	Secrets    []secretSpec `json:"secrets"`
-	State      string       `json:"state"`
-	Force      bool         `json:"force"`
+	Namespaces []string        `json:"namespaces"`
+	Secrets    []secretSpec    `json:"secrets"`
+	ConfigMaps []configMapSpec `json:"config_maps"`
+	State      string          `json:"state"`
+	Force      bool            `json:"force"`
 }
 
 // secretResult is what the module returns for a Secret: never a value.
@@ -88,16 +90,26 @@ func run(ctx context.Context, req *ansible.Request, connect kube.Connector) (*an
 			desired[i] = data
 		}
 	}
+	cmData := make([]map[string]string, len(a.ConfigMaps))
+	for i, s := range a.ConfigMaps {
+		var err error
+		if cmData[i], err = configMapData(i, s); err != nil {
+			return nil, err
+		}
+	}
 	if a.Connection.PlanWithoutCluster(req) {
-		return planNewCluster(a, desired).result(), nil
+		return planNewCluster(a, desired, cmData).result(), nil
 	}
 	clients, err := connect(a.Connection)
 	if err != nil {
 		return nil, err
 	}
-	p, err := planSeed(ctx, clients, a, desired)
+	p, err := planSeed(ctx, clients, a, desired, cmData)
 	if err != nil {
 		return nil, err
+	}
+	if w := differsWarning(p.configMaps); w != "" {
+		req.Warn("%s", w)
 	}
 	for _, sp := range p.secrets {
 		if sp.result.Adopted {
@@ -117,6 +129,7 @@ func run(ctx context.Context, req *ansible.Request, connect kube.Connector) (*an
 // refusal for one Secret fails the task before anything is written.
 type seedPlan struct {
 	namespaces []namespacePlan
+	configMaps []configMapPlan
 	secrets    []secretPlan
 }
 
@@ -137,7 +150,7 @@ type secretPlan struct {
 }
 
 // planSeed reads the namespaces and Secrets and decides each change.
-func planSeed(ctx context.Context, c *kube.Clients, a args, desired []map[string][]byte) (*seedPlan, error) {
+func planSeed(ctx context.Context, c *kube.Clients, a args, desired []map[string][]byte, cmData []map[string]string) (*seedPlan, error) {
 	p := &seedPlan{}
 	for _, ns := range a.Namespaces {
 		np, err := planNamespace(ctx, c, ns)
@@ -145,6 +158,19 @@ func planSeed(ctx context.Context, c *kube.Clients, a args, desired []map[string
 			return nil, err
 		}
 		p.namespaces = append(p.namespaces, np)
+	}
+	for i, s := range a.ConfigMaps {
+		var cp configMapPlan
+		var err error
+		if a.State == "present" {
+			cp, err = planConfigMap(ctx, c, s, cmData[i])
+		} else {
+			cp, err = planConfigMapDelete(ctx, c, s, a.Force)
+		}
+		if err != nil {
+			return nil, err
+		}
+		p.configMaps = append(p.configMaps, cp)
 	}
 	for i, s := range a.Secrets {
 		var sp secretPlan
@@ -164,10 +190,19 @@ func planSeed(ctx context.Context, c *kube.Clients, a args, desired []map[string
 
 // planNewCluster is the plan for a cluster that does not exist yet: every
 // namespace and every present Secret created, nothing deleted.
-func planNewCluster(a args, desired []map[string][]byte) *seedPlan {
+func planNewCluster(a args, desired []map[string][]byte, cmData []map[string]string) *seedPlan {
 	p := &seedPlan{}
 	for _, ns := range a.Namespaces {
 		p.namespaces = append(p.namespaces, namespacePlan{name: ns, create: true})
+	}
+	for i, s := range a.ConfigMaps {
+		cp := configMapPlan{result: configMapResult{Name: s.Name, Namespace: s.Namespace, Keys: []string{}, Differs: []string{}}}
+		if a.State == "present" {
+			cp.create = configMapObject(s, cmData[i])
+			cp.result.Keys, cp.result.Created = sortedKeys(cmData[i]), true
+			cp.diff = configMapDiff(s, "", cp.create)
+		}
+		p.configMaps = append(p.configMaps, cp)
 	}
 	for i, s := range a.Secrets {
 		sp := secretPlan{spec: s, result: secretResult{Name: s.Name, Namespace: s.Namespace, Type: s.Type, Keys: []string{}}}
@@ -189,6 +224,11 @@ func (p *seedPlan) apply(ctx context.Context, c *kube.Clients) error {
 			}
 		}
 	}
+	for _, cp := range p.configMaps {
+		if err := cp.carryOut(ctx, c); err != nil {
+			return err
+		}
+	}
 	for _, sp := range p.secrets {
 		if err := sp.carryOut(ctx, c); err != nil {
 			return err
@@ -207,6 +247,14 @@ func (p *seedPlan) result() *ansible.Result {
 			res.Diff = append(res.Diff, namespaceDiff(np.name))
 		}
 	}
+	cmResults := []configMapResult{}
+	for _, cp := range p.configMaps {
+		cmResults = append(cmResults, cp.result)
+		res.Changed = res.Changed || cp.changed()
+		if cp.diff != nil {
+			res.Diff = append(res.Diff, *cp.diff)
+		}
+	}
 	secretResults := []secretResult{}
 	for _, sp := range p.secrets {
 		secretResults = append(secretResults, sp.result)
@@ -216,6 +264,7 @@ func (p *seedPlan) result() *ansible.Result {
 		}
 	}
 	res.Set("namespaces", nsResults)
+	res.Set("config_maps", cmResults)
 	res.Set("secrets", secretResults)
 	return res
 }
@@ -499,13 +548,8 @@ func encodeData(data map[string][]byte) map[string]any {
 	return out
 }
 
-func sortedKeys(data map[string][]byte) []string {
-	keys := make([]string, 0, len(data))
-	for k := range data {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
+func sortedKeys[V any](data map[string]V) []string {
+	return slices.Sorted(maps.Keys(data))
 }
 
 // secretDiff shows a Secret's keys, never their values nor anything

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible/ansibletest"
@@ -262,4 +263,60 @@ func TestSeedAgainstAnInMemoryCluster(t *testing.T) {
 		res, _, _ = seedOn(t, c, absent(false))
 		assert.Equal(t, false, res["changed"])
 	})
+}
+
+func TestConfigMapsAreWrittenOnce(t *testing.T) {
+	c := kubetest.New(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "flux-system"}})
+	vars := func(domain string) map[string]any {
+		return map[string]any{"config_maps": []any{map[string]any{"name": "cluster-vars", "namespace": "flux-system",
+			"data": map[string]any{"cluster_domain": domain, "workers": 3, "ha": true, "ratio": 0.5}}}}
+	}
+	stored := func() map[string]any {
+		obj := c.Object(configMapGVR, "flux-system", "cluster-vars")
+		require.NotNil(t, obj)
+		data, _, _ := unstructured.NestedMap(obj.Object, "data")
+		return data
+	}
+	checkMode := func(args map[string]any) map[string]any {
+		args["_ansible_check_mode"], args["_ansible_diff"] = true, true
+		return args
+	}
+
+	res, code, _ := seedOn(t, c, checkMode(vars("home.example.org")))
+	require.Equal(t, 0, code, res["msg"])
+	assert.Equal(t, true, res["changed"])
+	assert.Equal(t, 0, c.Writes(), "check mode writes nothing")
+	assert.Contains(t, res["diff"].(map[string]any)["after"], "cluster_domain: home.example.org", "no secret: the diff shows the values")
+
+	res, code, _ = seedOn(t, c, vars("home.example.org"))
+	require.Equal(t, 0, code, res["msg"])
+	assert.Equal(t, true, res["changed"])
+	assert.Equal(t, map[string]any{"cluster_domain": "home.example.org", "workers": "3", "ha": "true", "ratio": "0.5"}, stored(), "as they read in YAML")
+
+	writes := c.Writes()
+	res, code, _ = seedOn(t, c, vars("home.example.org"))
+	require.Equal(t, 0, code, res["msg"])
+	assert.Equal(t, false, res["changed"])
+	assert.Nil(t, res["warnings"])
+
+	// Edited since (by Flux or by hand): left as it is, and said so.
+	res, code, _ = seedOn(t, c, checkMode(vars("lab.example.org")))
+	require.Equal(t, 0, code, res["msg"])
+	assert.Equal(t, false, res["changed"])
+	assert.Equal(t, []any{"cluster_domain"}, res["config_maps"].([]any)[0].(map[string]any)["differs"])
+	assert.Contains(t, res["warnings"], "ConfigMap flux-system/cluster-vars (cluster_domain) holds other values than given: a seed ConfigMap is written once and then left to Flux, so it was not changed; edit it in the cluster or in your repository")
+	res, code, _ = seedOn(t, c, vars("lab.example.org"))
+	require.Equal(t, 0, code, res["msg"])
+	assert.Equal(t, false, res["changed"])
+	assert.Equal(t, writes, c.Writes())
+	assert.Equal(t, "home.example.org", stored()["cluster_domain"])
+
+	res, code, _ = seedOn(t, c, map[string]any{"config_maps": []any{map[string]any{"name": "cv", "namespace": "flux-system", "data": map[string]any{"hosts": []any{"a"}}}}})
+	assert.Equal(t, 1, code)
+	assert.Equal(t, "config_maps[0] (flux-system/cv): data.hosts is a []interface {}; expected a string, a number or a boolean", res["msg"])
+
+	res, code, _ = seedOn(t, c, map[string]any{"state": "absent", "config_maps": []any{map[string]any{"name": "cluster-vars", "namespace": "flux-system", "data": map[string]any{}}}})
+	require.Equal(t, 0, code, res["msg"])
+	assert.Equal(t, true, res["changed"])
+	assert.Nil(t, c.Object(configMapGVR, "flux-system", "cluster-vars"))
 }

@@ -104,6 +104,11 @@ func TestBed(t *testing.T) {
 			StringData: map[string]string{"identity": string(identity), "known_hosts": b.Flux.Git.KnownHosts},
 		}, metav1.CreateOptions{})
 		require.NoError(t, err)
+		_, err = kc.CoreV1().ConfigMaps("flux-system").Create(ctx, &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: "cluster-vars", Namespace: "flux-system"},
+			Data:       map[string]string{"cluster_name": bed.ClusterName},
+		}, metav1.CreateOptions{})
+		require.NoError(t, err)
 		start := time.Now()
 		_, err = b.Apply(ctx, bed.FluxInstanceGVR, fmt.Sprintf(`
 apiVersion: fluxcd.controlplane.io/v1

@@ -15,6 +15,17 @@ import (
 	"filippo.io/age"
 )
 
+// ClusterName is the test bed's cluster variable cluster_name, which the
+// test repository's apps Kustomization substitutes into Deployment hello's
+// label "cluster".
+const ClusterName = "testbed"
+
+// ClusterVars is seed_secret's config_maps item for those variables, as role
+// flux_bootstrap writes it from flux_bootstrap_cluster_vars.
+func ClusterVars() map[string]any {
+	return map[string]any{"name": "cluster-vars", "namespace": "flux-system", "data": map[string]any{"cluster_name": ClusterName}}
+}
+
 // Tiers are the tier namespaces the play seeds with Infisical auth on the
 // test bed.
 var Tiers = []string{"platform", "apps"}
@@ -73,6 +84,7 @@ func (b *Bed) PlayVars(dir string) (vars map[string]any, secrets []string, err e
 		"flux_bootstrap_sops_age_key_file":   ageFile,
 		"flux_bootstrap_tiers":               Tiers,
 		"flux_bootstrap_infisical_auth":      infisical,
+		"flux_bootstrap_cluster_vars":        map[string]any{"cluster_name": ClusterName},
 		"flux_bootstrap_instance_src":        instanceFile,
 		"flux_bootstrap_repo_dir":            RepoFixture(),
 		"flux_bootstrap_wait_timeout":        120,

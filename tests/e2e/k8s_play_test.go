@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -129,6 +130,13 @@ func TestBootstrapPlay(t *testing.T) {
 		assert.Equal(t, "True", status, "FluxInstance Ready")
 		assert.Regexp(t, `sources: \['refs/heads/main@sha1:[0-9a-f]{40}'\]`, r.output, "flux_bootstrap reports the hand-off")
 		assert.Contains(t, r.output, "failing: []")
+		cv, err := kc.CoreV1().ConfigMaps("flux-system").Get(ctx, "cluster-vars", metav1.GetOptions{})
+		require.NoError(t, err, "flux_bootstrap_cluster_vars written")
+		assert.Equal(t, map[string]string{"cluster_name": bed.ClusterName}, cv.Data)
+		assert.Eventually(t, func() bool {
+			hello, err := kc.AppsV1().Deployments("apps").Get(ctx, "hello", metav1.GetOptions{})
+			return err == nil && hello.Labels["cluster"] == bed.ClusterName
+		}, time.Minute, time.Second, "kustomize-controller substitutes ${cluster_name} from cluster-vars")
 
 		info, err := os.Stat(kubeconfig)
 		require.NoError(t, err)
@@ -151,6 +159,23 @@ func TestBootstrapPlay(t *testing.T) {
 		require.NoError(t, r.err, r.output)
 		t.Logf("idempotent re-run: %s", r.duration.Round(100*time.Millisecond))
 		assert.Equal(t, map[string]int{"node1": 0, "node2": 0, "node3": 0, "localhost": 0}, r.changed(), r.output)
+	})
+
+	t.Run("cluster-vars edited since: left as it is", func(t *testing.T) {
+		setName := func(v string) {
+			_, err := kc.CoreV1().ConfigMaps("flux-system").Patch(ctx, "cluster-vars", types.MergePatchType,
+				[]byte(`{"data":{"cluster_name":"`+v+`"}}`), metav1.PatchOptions{})
+			require.NoError(t, err)
+		}
+		setName("edited")
+		defer setName(bed.ClusterName)
+		r := play(scenario(c, "converge"))
+		require.NoError(t, r.err, r.output)
+		assert.Equal(t, 0, r.changed()["localhost"], r.output)
+		assert.Contains(t, strings.Join(strings.Fields(r.output), " "), "flux-system/cluster-vars (cluster_name) holds other values than given", "the warning, wrapped by Ansible")
+		cv, err := kc.CoreV1().ConfigMaps("flux-system").Get(ctx, "cluster-vars", metav1.GetOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, "edited", cv.Data["cluster_name"], "written once, never updated")
 	})
 
 	t.Run("pipelined, a re-run sends no binary: the nodes keep them", func(t *testing.T) {

@@ -62,7 +62,7 @@ func TestWaitsSurviveAnAPIServerRestart(t *testing.T) {
 	deployKey, err := os.ReadFile(b.Flux.Git.DeployKey)
 	require.NoError(t, err)
 	res, code := call("seed_secret", map[string]any{"namespaces": []any{"flux-system"}, "secrets": []any{map[string]any{"name": "git-deploy-key", "namespace": "flux-system",
-		"git_deploy_key": map[string]any{"private_key": string(deployKey), "known_hosts": b.Flux.Git.KnownHosts}}}})
+		"git_deploy_key": map[string]any{"private_key": string(deployKey), "known_hosts": b.Flux.Git.KnownHosts}}}, "config_maps": []any{bed.ClusterVars()}})
 	require.Equal(t, 0, code, res["msg"])
 
 	t.Run("flux_instance waiting for the operator", func(t *testing.T) {

@@ -73,7 +73,7 @@ func TestHandOff(t *testing.T) {
 
 	t.Run("seed_secret seeds the deploy key", func(t *testing.T) {
 		res, code := call("seed_secret", map[string]any{"secrets": []any{map[string]any{"name": "git-deploy-key", "namespace": "flux-system",
-			"git_deploy_key": map[string]any{"private_key": string(deployKey), "known_hosts": b.Flux.Git.KnownHosts}}}})
+			"git_deploy_key": map[string]any{"private_key": string(deployKey), "known_hosts": b.Flux.Git.KnownHosts}}}, "config_maps": []any{bed.ClusterVars()}})
 		require.Equal(t, 0, code, res["msg"])
 	})
 
@@ -131,6 +131,9 @@ func TestHandOff(t *testing.T) {
 			names = append(names, k.(map[string]any)["name"].(string))
 		}
 		assert.ElementsMatch(t, []string{"flux-system", "infra-controllers", "infra-configs", "apps"}, names)
+		hello, err := kc.AppsV1().Deployments("apps").Get(ctx, "hello", metav1.GetOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, bed.ClusterName, hello.Labels["cluster"], "kustomize-controller substituted ${cluster_name} from the seeded cluster-vars")
 	})
 
 	// Seed 000's worst afternoon, against the real controllers: an icon mounted through a
@@ -140,20 +143,24 @@ func TestHandOff(t *testing.T) {
 		raw, err := yaml.Marshal(instance("clusters/test"))
 		require.NoError(t, err)
 		require.NoError(t, os.WriteFile(instanceFile, raw, 0o600))
-		check := func() (map[string]any, int) {
+		checkWith := func(configMaps []any) (map[string]any, int) {
 			// Read-only and on the controller: no kubeconfig.
 			res, code, raw := m.run("flux_repo_check", map[string]any{"path": b.Flux.Git.WorkTree(), "instance": instanceFile,
-				"secrets": []any{"flux-system/git-deploy-key"}, "known_hosts": b.Flux.Git.KnownHosts})
+				"secrets": []any{"flux-system/git-deploy-key"}, "config_maps": configMaps, "known_hosts": b.Flux.Git.KnownHosts})
 			outputs = append(outputs, raw)
 			return res, code
 		}
+		check := func() (map[string]any, int) { return checkWith([]any{"flux-system/cluster-vars"}) }
+		res, code := checkWith([]any{})
+		require.Equal(t, 1, code, res)
+		assert.Contains(t, res["msg"], "flux-system/apps: spec.postBuild.substituteFrom ConfigMap flux-system/cluster-vars will not exist")
 		_, err = b.Flux.Git.Commit("mount the icon", map[string]string{
 			"apps/kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - hello.yaml\n" +
 				"configMapGenerator:\n  - name: branding\n    namespace: apps\n    files:\n      - branding/icon.png\n",
 			"apps/branding/icon.png": "\x89PNG\r\n\x1a\n",
 		})
 		require.NoError(t, err)
-		res, code := check()
+		res, code = check()
 		require.Equal(t, 1, code, res)
 		assert.Contains(t, res["msg"], "flux-system/apps needs apps/branding/icon.png, which source-controller leaves out of the artifact")
 		assert.Contains(t, res["msg"], "`!/apps/branding/icon.png`")
