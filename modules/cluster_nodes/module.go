@@ -11,6 +11,7 @@ var module = &ansible.Module{
 	Description: []string{
 		"Read-only. Lists every Node with its Ready state, roles, kubelet version and internal address.",
 		"With C(names), waits until each named Node exists and is Ready, and on timeout fails naming the Nodes that are missing or not Ready, with their Ready condition.",
+		"With O(wait_for=registered), waits only until each named Node exists: for a cluster whose CNI Flux installs later (k3s with C(flannel-backend: none)), whose Nodes stay NotReady until then; C(not_ready) still lists them.",
 		"Role k8s_cluster runs it last, with the node names k3s_config returned, so a play ends only when every inventory host has joined.",
 	},
 	Author:    []string{"gitops.k3s_flux maintainers"},
@@ -20,6 +21,8 @@ var module = &ansible.Module{
 		Options: append(append(kube.ConnectionOptions(), kube.WaitOptions(true, "Wait for the C(names) to be Ready. When false, report once and fail at once if one is not.")...),
 			ansible.Option{Name: "names", Type: ansible.TypeList, Elements: ansible.TypeStr, Format: ansible.FormatObjectName, Default: []any{},
 				Description: []string{"Nodes that must exist and be Ready."}},
+			ansible.Option{Name: "wait_for", Default: "ready", Choices: []any{"ready", "registered"},
+				Description: []string{"V(ready): the O(names) must be Ready. V(registered): they must exist, Ready or not."}},
 		),
 	},
 	Examples: `

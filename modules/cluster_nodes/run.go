@@ -20,6 +20,7 @@ type args struct {
 	Names       []string `json:"names"`
 	Wait        bool     `json:"wait"`
 	WaitTimeout int      `json:"wait_timeout"`
+	WaitFor     string   `json:"wait_for"`
 }
 
 // node is one reported Node.
@@ -40,7 +41,11 @@ type report struct {
 	NotReady []string
 }
 
-func (r report) ready() bool { return len(r.Missing) == 0 && len(r.NotReady) == 0 }
+// done: every name has a Node and, unless only registration is asked
+// for, every one is Ready.
+func (r report) done(registeredOnly bool) bool {
+	return len(r.Missing) == 0 && (registeredOnly || len(r.NotReady) == 0)
+}
 
 func run(ctx context.Context, req *ansible.Request, connect kube.Connector) (*ansible.Result, error) {
 	var a args
@@ -58,7 +63,7 @@ func run(ctx context.Context, req *ansible.Request, connect kube.Connector) (*an
 			return false, fmt.Errorf("list nodes: %w", err)
 		}
 		rep = compare(list.Items, a.Names)
-		return rep.ready(), nil
+		return rep.done(a.WaitFor == "registered"), nil
 	}
 	if a.Wait {
 		_, err = kube.Poll(ctx, 500*time.Millisecond, time.Duration(a.WaitTimeout)*time.Second, check, kube.Reporter(req.Progress, func() {
@@ -75,7 +80,7 @@ func run(ctx context.Context, req *ansible.Request, connect kube.Connector) (*an
 	res.Set("summary", summary(rep.Nodes))
 	res.Set("missing", rep.Missing)
 	res.Set("not_ready", rep.NotReady)
-	if rep.ready() {
+	if rep.done(a.WaitFor == "registered") {
 		return res, nil
 	}
 	return res, notReadyError(a, rep)
@@ -87,9 +92,12 @@ func notReadyError(a args, rep report) error {
 		why = append(why, fmt.Sprintf("no Node named %s (nodes: %s)", strings.Join(rep.Missing, ", "), strings.Join(names(rep.Nodes), ", ")))
 	}
 	for _, n := range rep.Nodes {
-		if slices.Contains(rep.NotReady, n.Name) {
+		if slices.Contains(rep.NotReady, n.Name) && a.WaitFor != "registered" {
 			why = append(why, fmt.Sprintf("%s not Ready: %s: %s", n.Name, n.Reason, n.Message))
 		}
+	}
+	if a.WaitFor == "registered" {
+		return fmt.Errorf("nodes not registered after %ds: %s", a.WaitTimeout, strings.Join(why, "; "))
 	}
 	if a.Wait {
 		return fmt.Errorf("nodes not Ready after %ds: %s", a.WaitTimeout, strings.Join(why, "; "))

@@ -47,7 +47,7 @@ func TestCompare(t *testing.T) {
 			rep := compare(items, tc.wanted)
 			assert.Equal(t, tc.missing, rep.Missing)
 			assert.Equal(t, tc.notReady, rep.NotReady)
-			assert.Equal(t, tc.ready, rep.ready())
+			assert.Equal(t, tc.ready, rep.done(false))
 			assert.Equal(t, []string{"node1", "node2", "node3"}, names(rep.Nodes), "sorted by name")
 		})
 	}
@@ -90,6 +90,14 @@ func TestRunAgainstAnInMemoryCluster(t *testing.T) {
 	assert.Equal(t, "nodes not Ready: no Node named node3 (nodes: node1, node2); node2 not Ready: KubeletReady: ok", res["msg"])
 	assert.Equal(t, []any{"node3"}, res["missing"])
 	assert.Equal(t, []any{"node2"}, res["not_ready"])
+
+	// A NotReady node counts once registered; a missing one still fails.
+	res, code = nodes(map[string]any{"names": []any{"node1", "node2"}, "wait_for": "registered"})
+	require.Equal(t, 0, code, res["msg"])
+	assert.Equal(t, []any{"node2"}, res["not_ready"])
+	res, code = nodes(map[string]any{"names": []any{"node2", "node3"}, "wait_for": "registered", "wait_timeout": 1})
+	assert.Equal(t, 1, code)
+	assert.Equal(t, "nodes not registered after 1s: no Node named node3 (nodes: node1, node2)", res["msg"])
 
 	start := time.Now()
 	res, code = nodes(map[string]any{"names": []any{"node2"}, "wait_timeout": 1})

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -160,7 +161,16 @@ const KwokNodeAnnotation = "kwok.x-k8s.io/node"
 func kwokStages(path string) (string, error) {
 	base := filepath.Join(toolDir("kwok", "KWOK_VERSION"), "stage")
 	var docs []string
-	for _, f := range []string{"node/fast/node-initialize.yaml", "node/heartbeat/node-heartbeat.yaml",
+	initialize, err := os.ReadFile(filepath.Join(base, "node/fast/node-initialize.yaml"))
+	if err != nil {
+		return "", fmt.Errorf("read kwok stage: %w", err)
+	}
+	cniStages, err := cniPendingStages(string(initialize))
+	if err != nil {
+		return "", err
+	}
+	docs = append(docs, cniStages...)
+	for _, f := range []string{"node/heartbeat/node-heartbeat.yaml",
 		"pod/general/pod-create.yaml", "pod/general/pod-init-container-running.yaml", "pod/general/pod-init-container-completed.yaml",
 		"pod/general/pod-ready.yaml", "pod/general/pod-complete.yaml", "pod/general/pod-delete.yaml"} {
 		data, err := os.ReadFile(filepath.Join(base, f))
@@ -174,6 +184,51 @@ func kwokStages(path string) (string, error) {
 	stages := strings.NewReplacer("durationMilliseconds: 1000", "durationMilliseconds: 0",
 		"jitterDurationMilliseconds: 5000", "jitterDurationMilliseconds: 0").Replace(strings.Join(docs, "\n---\n"))
 	return path, os.WriteFile(path, []byte(stages+"\n"), 0o600)
+}
+
+// CNIPendingAnnotation marks a Node the k3s stand-in runs without a CNI
+// (flannel-backend: none) until the CNI's Pod is Ready on it
+// (tests/k3sstandin/cni.go).
+const CNIPendingAnnotation = "standin.k3s.io/cni"
+
+// cniNotReady is the Ready condition a kubelet reports while no CNI has
+// written its config on the node.
+const cniNotReady = `      - lastHeartbeatTime: {{ $now | Quote }}
+        lastTransitionTime: {{ $lastTransitionTime | Quote }}
+        message: "container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not initialized"
+        reason: KubeletNotReady
+        status: "False"
+        type: Ready
+      {{ range NodeConditions }}{{ if ne .type "Ready" }}
+      - lastHeartbeatTime: {{ $now | Quote }}
+        lastTransitionTime: {{ $lastTransitionTime | Quote }}
+        message: {{ .message | Quote }}
+        reason: {{ .reason | Quote }}
+        status: {{ .status | Quote }}
+        type: {{ .type | Quote }}
+      {{ end }}{{ end }}
+`
+
+// cniPendingStages derives from kwok's node-initialize stage: itself, for
+// Nodes without the CNI mark only; a copy that initializes a marked Node
+// with the NotReady condition; and a heartbeat that keeps it so every 8 s
+// (the node lifecycle controller would otherwise call the Node Unknown).
+// Once the mark goes, node-initialize makes the Node Ready.
+func cniPendingStages(initialize string) ([]string, error) {
+	const selector = "  selector:\n    matchExpressions:\n"
+	conditions := regexp.MustCompile(`(?s)      \{\{ range NodeConditions \}\}.*?\{\{ end \}\}\n`)
+	if !strings.Contains(initialize, selector) || !conditions.MatchString(initialize) || !strings.Contains(initialize, "name: node-initialize\n") {
+		return nil, fmt.Errorf("kwok's node-initialize stage changed shape: update cniPendingStages")
+	}
+	mark := `.metadata.annotations["` + CNIPendingAnnotation + `"]`
+	unmarked := strings.Replace(initialize, selector, selector+"    - key: '"+mark+"'\n      operator: 'DoesNotExist'\n", 1)
+	notReady := conditions.ReplaceAllLiteralString(initialize, cniNotReady)
+	pendingInit := strings.Replace(strings.Replace(notReady, "name: node-initialize\n", "name: node-cni-pending\n", 1), selector,
+		selector+"    - key: '"+mark+"'\n      operator: 'In'\n      values: ['pending']\n    - key: '.status.phase'\n      operator: 'NotIn'\n      values: ['Running']\n", 1)
+	heartbeat := strings.Replace(strings.Replace(notReady, "name: node-initialize\n", "name: node-cni-pending-heartbeat\n", 1), selector,
+		selector+"    - key: '"+mark+"'\n      operator: 'In'\n      values: ['pending']\n    - key: '.status.phase'\n      operator: 'In'\n      values: ['Running']\n", 1)
+	heartbeat = strings.Replace(heartbeat, "  next:\n", "  delay:\n    durationMilliseconds: 8000\n  next:\n", 1) + "  immediateNextStage: true\n"
+	return []string{strings.TrimSpace(unmarked), strings.TrimSpace(pendingInit), strings.TrimSpace(heartbeat)}, nil
 }
 
 // get does an authenticated GET against the API server and fails on any

@@ -61,7 +61,9 @@ func nodeAddress(s settings) (string, error) {
 }
 
 // registerNode creates the Node or, on a restart, updates its labels,
-// taints and addresses to what the config now says.
+// taints and addresses to what the config now says. Without flannel and
+// until the CNI runs on it, the Node is marked for kwok to keep NotReady
+// (cni.go), and a goroutine clears the mark once the CNI is Ready.
 func registerNode(s settings, bed bedInfo, role, name, addr string) error {
 	labels := map[string]string{
 		"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
@@ -90,25 +92,31 @@ func registerNode(s settings, bed bedInfo, role, name, addr string) error {
 		addresses = append(addresses, map[string]string{"type": "ExternalIP", "address": ip})
 	}
 	nodeArgs, _ := json.Marshal(maskedArgs(s))
-	node := map[string]any{
-		"apiVersion": "v1", "kind": "Node",
-		"metadata": map[string]any{"name": name, "labels": labels, "annotations": map[string]string{
-			kwokAnnotation: "fake", "k3s.io/node-args": string(nodeArgs), "k3s.io/standin": "true",
-		}},
-		"spec": map[string]any{"taints": taints},
-		// On create the status is kept, so kwok finds the addresses
-		// already there and does not put in its own.
-		"status": map[string]any{"addresses": addresses},
-	}
 	client, err := apiClient(bed)
 	if err != nil {
 		return err
+	}
+	annotations := map[string]any{kwokAnnotation: "fake", "k3s.io/node-args": string(nodeArgs), "k3s.io/standin": "true", cniPendingAnnotation: nil}
+	pending := noFlannel(s, role, client) && !cniReady(client, name)
+	if pending {
+		annotations[cniPendingAnnotation] = "pending"
+	}
+	node := map[string]any{
+		"apiVersion": "v1", "kind": "Node",
+		"metadata": map[string]any{"name": name, "labels": labels, "annotations": annotations},
+		"spec":     map[string]any{"taints": taints},
+		// On create the status is kept, so kwok finds the addresses
+		// already there and does not put in its own.
+		"status": map[string]any{"addresses": addresses},
 	}
 	status, _, err := client.do("GET", "/api/v1/nodes/"+name, nil, "")
 	if err != nil {
 		return err
 	}
 	if status == http.StatusNotFound {
+		if !pending {
+			delete(annotations, cniPendingAnnotation) // a create takes no null
+		}
 		if _, body, err := client.do("POST", "/api/v1/nodes", node, "application/json"); err != nil {
 			return fmt.Errorf("register node %s: %w: %s", name, err, body)
 		}
@@ -118,6 +126,9 @@ func registerNode(s settings, bed bedInfo, role, name, addr string) error {
 	patch := map[string]any{"status": map[string]any{"addresses": addresses}}
 	if _, body, err := client.do("PATCH", "/api/v1/nodes/"+name+"/status", patch, "application/merge-patch+json"); err != nil {
 		return fmt.Errorf("set addresses of node %s: %w: %s", name, err, body)
+	}
+	if pending {
+		go awaitCNI(client, name)
 	}
 	return nil
 }
