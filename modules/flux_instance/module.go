@@ -39,6 +39,11 @@ var module = &ansible.Module{
 				Description: []string{"Name of the Flux Operator Deployment (the Helm release name)."}},
 			ansible.Option{Name: "uninstall", Type: ansible.TypeBool, Default: true,
 				Description: []string{"With C(state=absent): let the operator uninstall Flux (true), or keep Flux running (false)."}},
+			ansible.Option{Name: "host_network", Type: ansible.TypeBool, Default: false,
+				Description: []string{
+					"Run every Flux controller on the host network, tolerating C(node.kubernetes.io/not-ready): for a cluster whose CNI Flux installs (k3s with C(flannel-backend: none)), whose nodes are NotReady, without a Pod network, until then.",
+					"Adds one JSON patch per controller to C(spec.kustomize.patches), after the instance's own: C(hostNetwork), the toleration, and ports of its own (9790-9806; notification-controller's webhook receiver keeps 9292), since on the host network every container port is a node port and all controllers ask 8080 and 9440, as the operator does; source-controller advertises its artifacts at its Pod's address (the node's), which needs neither cluster DNS nor a Service.",
+				}},
 			ansible.Option{Name: "force", Type: ansible.TypeBool, Default: false,
 				Description: []string{"Apply (or, with C(state=absent), delete) even when Flux has adopted the instance."}},
 		),

@@ -44,6 +44,7 @@ type args struct {
 	OperatorDeployment string         `json:"operator_deployment"`
 	Uninstall          bool           `json:"uninstall"`
 	Force              bool           `json:"force"`
+	HostNetwork        bool           `json:"host_network"`
 }
 
 // loadInstance reads and checks the FluxInstance; errors name the field.
@@ -74,6 +75,11 @@ func loadInstance(a args) (*unstructured.Unstructured, error) {
 	}
 	if obj.GetNamespace() == "" {
 		obj.SetNamespace("flux-system")
+	}
+	if a.HostNetwork {
+		if err := withHostNetwork(obj); err != nil {
+			return nil, fmt.Errorf("%s: %w", what, err)
+		}
 	}
 	return obj, nil
 }
