@@ -1,6 +1,9 @@
 package seedsecret
 
 import (
+	"bytes"
+	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"os"
@@ -72,4 +75,32 @@ func readSecretFile(option, path string) (string, error) {
 		return "", fmt.Errorf("read %s %s: %w", option, path, err)
 	}
 	return string(raw), nil
+}
+
+// readCAFile reads PEM certificates, refusing a file that holds anything
+// else (a private key given by mistake would otherwise be stored).
+func readCAFile(path string) ([]byte, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	rest, n := raw, 0
+	for {
+		var block *pem.Block
+		block, rest = pem.Decode(rest)
+		if block == nil {
+			break
+		}
+		if block.Type != "CERTIFICATE" {
+			return nil, fmt.Errorf("%s holds a PEM %s block: want only CERTIFICATE blocks", path, strings.ToLower(block.Type))
+		}
+		if _, err := x509.ParseCertificate(block.Bytes); err != nil {
+			return nil, fmt.Errorf("%s: a certificate does not parse: %w", path, err)
+		}
+		n++
+	}
+	if n == 0 || len(bytes.TrimSpace(rest)) > 0 {
+		return nil, fmt.Errorf("%s is not PEM certificates", path)
+	}
+	return raw, nil
 }

@@ -59,6 +59,8 @@ var module = &ansible.Module{
 							{Name: "username", Default: "git", Description: []string{"The username (not a secret: it stays readable in the output)."}},
 							{Name: "password", NoLog: true, Description: []string{"The password or token."}},
 							{Name: "bearer_token", NoLog: true, Description: []string{"A bearer token, stored under C(bearerToken) instead of a username and password."}},
+							{Name: "ca_file", Type: ansible.TypePath, Format: ansible.FormatFile,
+								Description: []string{"A file on the controller holding the PEM certificate(s) of the CA that signed the git server's certificate (a Gitea behind a private CA), stored under C(ca.crt)."}},
 						}},
 					{Name: "age_key", Type: ansible.TypeDict,
 						Description:       []string{"A SOPS age identity, validated as an X25519 age key and stored under C(age.agekey)."},

@@ -41,6 +41,7 @@ type secretSpec struct {
 		Username    string `json:"username"`
 		Password    string `json:"password"`
 		BearerToken string `json:"bearer_token"`
+		CAFile      string `json:"ca_file"`
 	} `json:"git_https"`
 	UniversalAuth *struct {
 		ClientID     string `json:"client_id"`
@@ -314,10 +315,18 @@ func secretData(req *ansible.Request, s secretSpec) (map[string][]byte, []string
 		data, err := ageKeyData(text)
 		return data, nil, err
 	case s.GitHTTPS != nil:
+		data := map[string][]byte{"username": []byte(s.GitHTTPS.Username), "password": []byte(s.GitHTTPS.Password)}
 		if s.GitHTTPS.BearerToken != "" {
-			return map[string][]byte{"bearerToken": []byte(s.GitHTTPS.BearerToken)}, nil, nil
+			data = map[string][]byte{"bearerToken": []byte(s.GitHTTPS.BearerToken)}
 		}
-		return map[string][]byte{"username": []byte(s.GitHTTPS.Username), "password": []byte(s.GitHTTPS.Password)}, nil, nil
+		if s.GitHTTPS.CAFile != "" {
+			ca, err := readCAFile(s.GitHTTPS.CAFile)
+			if err != nil {
+				return nil, nil, fmt.Errorf("git_https.ca_file: %w", err)
+			}
+			data["ca.crt"] = ca
+		}
+		return data, nil, nil
 	case s.UniversalAuth != nil:
 		return map[string][]byte{"clientId": []byte(s.UniversalAuth.ClientID), "clientSecret": []byte(s.UniversalAuth.ClientSecret)}, nil, nil
 	}

@@ -2,6 +2,8 @@ package seedsecret
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"filippo.io/age"
@@ -320,3 +322,35 @@ func TestConfigMapsAreWrittenOnce(t *testing.T) {
 	assert.Equal(t, true, res["changed"])
 	assert.Nil(t, c.Object(configMapGVR, "flux-system", "cluster-vars"))
 }
+
+func TestGitHTTPSCAFile(t *testing.T) {
+	c := kubetest.New(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "flux-system"}})
+	dir := t.TempDir()
+	ca := filepath.Join(dir, "ca.crt")
+	require.NoError(t, os.WriteFile(ca, []byte(testCA), 0o600))
+	res, code, _ := seedOn(t, c, map[string]any{"secrets": []any{map[string]any{"name": "git-https", "namespace": "flux-system",
+		"git_https": map[string]any{"password": "gitea-token-9f2c", "ca_file": ca}}}})
+	require.Equal(t, 0, code, res["msg"])
+	assert.Equal(t, testCA, storedData(t, c, "flux-system", "git-https")["ca.crt"])
+
+	key := filepath.Join(dir, "key.pem")
+	require.NoError(t, os.WriteFile(key, []byte("-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIDontLeakMeAAAAA\n-----END EC PRIVATE KEY-----\n"), 0o600))
+	res, code, out := seedOn(t, c, map[string]any{"secrets": []any{map[string]any{"name": "git-https", "namespace": "flux-system",
+		"git_https": map[string]any{"password": "gitea-token-9f2c", "ca_file": key}}}})
+	assert.Equal(t, 1, code)
+	assert.Equal(t, "secrets[0] (flux-system/git-https): git_https.ca_file: "+key+" holds a PEM ec private key block: want only CERTIFICATE blocks", res["msg"])
+	assert.NotContains(t, out, "DontLeakMe")
+}
+
+// testCA is a self-signed CA certificate (ECDSA P-256), for ca_file.
+const testCA = `-----BEGIN CERTIFICATE-----
+MIIBXDCCAQGgAwIBAgIBATAKBggqhkjOPQQDAjAVMRMwEQYDVQQDEwpob21lbGFi
+IENBMB4XDTI2MDEwMTAwMDAwMFoXDTM2MDEwMTAwMDAwMFowFTETMBEGA1UEAxMK
+aG9tZWxhYiBDQTBZMBMGByqGSM49AgEGCCqGSM49AwEHA0IABHFFrb0jgwgPKVXm
+OY3iyyaHzvelf3fwvXz5AWr4qEiWszv0MILYM6jqBk92FfYmhzh0iT6cPabaElv6
+KdLkMI+jQjBAMA4GA1UdDwEB/wQEAwICBDAPBgNVHRMBAf8EBTADAQH/MB0GA1Ud
+DgQWBBT7yBCu3/nfRY+N9UpTsjznCfb3sTAKBggqhkjOPQQDAgNJADBGAiEAzb76
+42RNFGZH87yv5MJQpViFuoKlNuffSnItLlsL0FQCIQDpwe8gMB3d5zdpAqfR6e9y
+t9/eKRDIuX8X9p/LcMC8og==
+-----END CERTIFICATE-----
+`

@@ -36,7 +36,7 @@ func startFlux(ctx context.Context, b *Bed, dir string) (f *Flux, err error) {
 	if err := os.MkdirAll(logs, 0o700); err != nil {
 		return f, err
 	}
-	if f.Git, err = startGitServer(ctx, filepath.Join(dir, "git")); err != nil {
+	if f.Git, err = startGitServer(ctx, filepath.Join(dir, "git"), b.cp.ca, b.Registry.CAFile); err != nil {
 		return f, err
 	}
 	ports := make([]int, 6)

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"os/exec"
@@ -13,16 +14,23 @@ import (
 	"runtime"
 	"strings"
 	"time"
+
+	"github.com/gitops-k3s-flux/k3s_flux/tests/pki"
 )
 
 // GitRepoPath is the test repository's path on the git server.
 const GitRepoPath = "org/gitops.git"
 
-// GitServer serves the test GitOps repository over HTTP and SSH on
+// GitServer serves the test GitOps repository over HTTP, HTTPS and SSH on
 // loopback; SSH accepts only the deploy key.
 type GitServer struct {
 	HTTPURL string // http://127.0.0.1:<port>, basic auth git:<password>
 	SSHURL  string // ssh://git@127.0.0.1:<port>/org/gitops.git
+	// HTTPSURL is the repository over HTTPS (basic auth git:Password()),
+	// with a certificate from the test bed's CA (CAFile), as a Gitea behind
+	// a private CA.
+	HTTPSURL string
+	CAFile   string
 	// DeployKey is the private key file the SSH server accepts, and
 	// KnownHosts the server's host key line for it: what the
 	// git-deploy-key Secret must hold.
@@ -35,8 +43,8 @@ type GitServer struct {
 	proc     *Process
 }
 
-func startGitServer(ctx context.Context, dir string) (*GitServer, error) {
-	bin, err := binary("gitserver", "GITTESTSERVER_VERSION")
+func startGitServer(ctx context.Context, dir string, ca *pki.CA, caFile string) (*GitServer, error) {
+	bin, err := binary("gitserver", "GITSERVER_VERSION")
 	if err != nil {
 		return nil, err
 	}
@@ -55,15 +63,29 @@ func startGitServer(ctx context.Context, dir string) (*GitServer, error) {
 	if err := os.WriteFile(filepath.Join(dir, "password"), []byte(g.password), 0o600); err != nil {
 		return nil, err
 	}
+	certPEM, keyPEM, err := ca.Issue("gitserver", nil, []string{"localhost"}, []net.IP{net.ParseIP("127.0.0.1")})
+	if err != nil {
+		return nil, fmt.Errorf("git server certificate: %w", err)
+	}
+	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	if err := os.WriteFile(certFile, certPEM, 0o600); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(keyFile, keyPEM, 0o600); err != nil {
+		return nil, err
+	}
+	g.CAFile = caFile
 	addrFile := filepath.Join(dir, "addr.json")
 	g.proc, err = startProcess("gitserver", filepath.Join(dir, "logs", "gitserver.log"), nil, false, bin,
 		"-root", filepath.Join(dir, "repos"), "-key-dir", filepath.Join(dir, "hostkey"),
-		"-authorized-key", g.DeployKey+".pub", "-password-file", filepath.Join(dir, "password"), "-addr-file", addrFile)
+		"-authorized-key", g.DeployKey+".pub", "-password-file", filepath.Join(dir, "password"), "-addr-file", addrFile,
+		"-tls-cert", certFile, "-tls-key", keyFile)
 	if err != nil {
 		return nil, err
 	}
 	var addrs struct {
 		HTTP    string `json:"http"`
+		HTTPS   string `json:"https"`
 		SSH     string `json:"ssh"`
 		HostKey string `json:"host_key"`
 	}
@@ -84,6 +106,7 @@ func startGitServer(ctx context.Context, dir string) (*GitServer, error) {
 		return nil, fmt.Errorf("git server reported no host key (%q)", addrs.HostKey)
 	}
 	g.HTTPURL = addrs.HTTP
+	g.HTTPSURL = addrs.HTTPS + "/" + GitRepoPath
 	g.SSHURL = addrs.SSH + "/" + GitRepoPath
 	sshURL, _ := url.Parse(addrs.SSH)
 	g.KnownHosts = fmt.Sprintf("[%s]:%s %s", sshURL.Hostname(), sshURL.Port(), addrs.HostKey)
@@ -93,6 +116,9 @@ func startGitServer(ctx context.Context, dir string) (*GitServer, error) {
 	}
 	return g, nil
 }
+
+// Password is the HTTP(S) password of user git.
+func (g *GitServer) Password() string { return g.password }
 
 // RepoFixture is the directory of the GitOps repository the git server
 // serves: what a play checks with flux_repo_check.

@@ -294,8 +294,9 @@ func TestBootstrapPlay(t *testing.T) {
 		assert.NotContains(t, r.output, "TASK [gitops.k3s_flux.k8s_cluster", "no host is touched before the inputs are checked")
 	})
 
-	// Seed 001's bootstrap, in check mode against the converged cluster: HTTPS git credentials
-	// instead of the deploy key, a public repository, a sops-age installed by hand.
+	// Seed 001's bootstrap against the converged cluster: Flux pulls over HTTPS with a username, a
+	// token and a private CA instead of the deploy key (then back to SSH), a public repository is
+	// refused while the FluxInstance names a pullSecret, a sops-age installed by hand is required.
 	t.Run("git over https, no credential, a hand-installed sops-age", func(t *testing.T) {
 		password := "gitea-token-" + fmt.Sprint(time.Now().UnixNano())
 		secrets = append(secrets, password)
@@ -305,6 +306,49 @@ func TestBootstrapPlay(t *testing.T) {
 		assert.Equal(t, 1, r.changed()["localhost"], "the git Secret would become username and password: %s", r.output)
 		assert.Regexp(t, `(?s)flux-system/git-deploy-key.*password`, r.output, "the changed keys are named")
 		assert.NotContains(t, r.output, password)
+
+		// For real: the git server's HTTPS (basic auth, a certificate from the test bed's CA), a new
+		// commit the hand-off must reach through it.
+		var vars map[string]any
+		raw, err := os.ReadFile(varsFile)
+		require.NoError(t, err)
+		require.NoError(t, json.Unmarshal(raw, &vars))
+		instance, err := os.ReadFile(vars["flux_bootstrap_instance_src"].(string))
+		require.NoError(t, err)
+		httpsInstance := filepath.Join(dir, "cluster-https.yaml")
+		require.NoError(t, os.WriteFile(httpsInstance, []byte(strings.Replace(string(instance), "url: "+b.Flux.Git.SSHURL, "url: "+b.Flux.Git.HTTPSURL, 1)), 0o600))
+		sha, err := b.Flux.Git.Commit("over https", map[string]string{"infra/configs/https.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: over-https\n  namespace: infra\n"})
+		require.NoError(t, err)
+		secrets = append(secrets, b.Flux.Git.Password())
+		httpsVars := filepath.Join(dir, "https.json")
+		writeBack := "write-back-" + strings.Repeat("5e", 10)
+		secrets = append(secrets, writeBack)
+		writeJSON(t, httpsVars, map[string]any{"flux_bootstrap_git_auth": "https", "flux_bootstrap_git_password": b.Flux.Git.Password(),
+			"flux_bootstrap_git_ca_file": b.Flux.Git.CAFile, "flux_bootstrap_instance_src": httpsInstance, "flux_bootstrap_expected_revision": sha,
+			// Seed 001's image-automation write-back credential, through the one generic variable.
+			"flux_bootstrap_extra_secrets": []any{map[string]any{"name": "gitea-image-automation-credentials", "namespace": "flux-system",
+				"string_data": map[string]any{"username": "flux-bot", "password": writeBack}}}})
+		r = play(converge, "-e", "@"+httpsVars)
+		require.NoError(t, r.err, r.output)
+		t.Logf("to HTTPS, through the new commit: %s", r.duration.Round(100*time.Millisecond))
+		assert.Contains(t, r.output, "sources: ['refs/heads/main@sha1:"+sha+"']", "source-controller fetched the new commit over HTTPS")
+		gitSecret, err := kc.CoreV1().Secrets("flux-system").Get(ctx, "git-deploy-key", metav1.GetOptions{})
+		require.NoError(t, err)
+		var keys []string
+		for k := range gitSecret.Data {
+			keys = append(keys, k)
+		}
+		assert.ElementsMatch(t, []string{"username", "password", "ca.crt"}, keys, "the deploy key's keys gone, the HTTPS ones there")
+		extra, err := kc.CoreV1().Secrets("flux-system").Get(ctx, "gitea-image-automation-credentials", metav1.GetOptions{})
+		require.NoError(t, err, "flux_bootstrap_extra_secrets seeded")
+		assert.Equal(t, writeBack, string(extra.Data["password"]))
+		r = play(converge, "-e", "@"+httpsVars)
+		require.NoError(t, r.err, r.output)
+		assert.Equal(t, 0, r.changed()["localhost"], "idempotent over HTTPS: %s", r.output)
+		r = play(converge)
+		require.NoError(t, r.err, r.output)
+		t.Logf("back to SSH: %s", r.duration.Round(100*time.Millisecond))
+		assert.Equal(t, 1+1, r.changed()["localhost"], "back to SSH: the Secret and the FluxInstance: %s", r.output)
 
 		r = play(converge, "--check", "-e", "flux_bootstrap_git_auth=none")
 		require.Error(t, r.err)

@@ -115,5 +115,5 @@ if sel flux-operator; then
 fi
 sel source-controller && build_tool source-controller "v$FLUX_CONTROLLERS_VERSION" "$here/sourcecontroller" github.com/fluxcd/source-controller -mod=mod -ldflags "-s -w"
 sel kustomize-controller && build_tool kustomize-controller "v$FLUX_CONTROLLERS_VERSION" "$here/kustomizecontroller" github.com/fluxcd/kustomize-controller -mod=mod -ldflags "-s -w"
-sel gitserver && build_tool gitserver "v$GITTESTSERVER_VERSION" "$here/gitserver" . -ldflags "-s -w"
+sel gitserver && build_tool gitserver "v$GITSERVER_VERSION" "$here/gitserver" . -ldflags "-s -w"
 echo "test bed binaries are in $cache"

@@ -30,13 +30,15 @@ func main() {
 	authorizedKey := flag.String("authorized-key", "", "file holding the one public key SSH accepts")
 	passwordFile := flag.String("password-file", "", "file holding the HTTP password of user git")
 	addrFile := flag.String("addr-file", "", "where to write the listening addresses")
+	tlsCert := flag.String("tls-cert", "", "with -tls-key: also serve HTTPS (same repositories, same password) with this certificate")
+	tlsKey := flag.String("tls-key", "", "the certificate's key")
 	flag.Parse()
-	if err := run(*root, *keyDir, *authorizedKey, *passwordFile, *addrFile); err != nil {
+	if err := run(*root, *keyDir, *authorizedKey, *passwordFile, *addrFile, *tlsCert, *tlsKey); err != nil {
 		log.Fatalf("gitserver: %v", err)
 	}
 }
 
-func run(root, keyDir, authorizedKey, passwordFile, addrFile string) error {
+func run(root, keyDir, authorizedKey, passwordFile, addrFile string, tlsCert, tlsKey string) error {
 	allowed, err := os.ReadFile(authorizedKey)
 	if err != nil {
 		return fmt.Errorf("read authorized key: %w", err)
@@ -56,6 +58,25 @@ func run(root, keyDir, authorizedKey, passwordFile, addrFile string) error {
 	if err := srv.StartHTTP(); err != nil {
 		return fmt.Errorf("start HTTP: %w", err)
 	}
+	// HTTPS, as a Gitea behind a private CA is reached: a second server on
+	// the same repositories (one gittestserver serves HTTP or HTTPS).
+	httpsAddr := ""
+	if tlsCert != "" {
+		cert, err := os.ReadFile(tlsCert)
+		if err != nil {
+			return fmt.Errorf("read TLS certificate: %w", err)
+		}
+		key, err := os.ReadFile(tlsKey)
+		if err != nil {
+			return fmt.Errorf("read TLS key: %w", err)
+		}
+		tlsSrv := gittestserver.NewGitServer(root).AutoCreate().Auth("git", strings.TrimSpace(string(password)))
+		if err := tlsSrv.StartHTTPS(cert, key, nil, ""); err != nil {
+			return fmt.Errorf("start HTTPS: %w", err)
+		}
+		defer tlsSrv.StopHTTP()
+		httpsAddr = tlsSrv.HTTPAddress()
+	}
 	if err := srv.ListenSSH(); err != nil {
 		return fmt.Errorf("listen SSH: %w", err)
 	}
@@ -68,7 +89,7 @@ func run(root, keyDir, authorizedKey, passwordFile, addrFile string) error {
 		return fmt.Errorf("read host key: %w", err)
 	}
 	addrs, _ := json.Marshal(map[string]string{
-		"http": srv.HTTPAddress(), "ssh": srv.SSHAddress(), "host_key": strings.TrimSpace(string(hostKey)),
+		"http": srv.HTTPAddress(), "https": httpsAddr, "ssh": srv.SSHAddress(), "host_key": strings.TrimSpace(string(hostKey)),
 	})
 	if err := os.WriteFile(addrFile+".tmp", addrs, 0o600); err != nil {
 		return err
