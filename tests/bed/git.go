@@ -31,6 +31,9 @@ type GitServer struct {
 	// a private CA.
 	HTTPSURL string
 	CAFile   string
+	// PublicURL is the repository over HTTP without credentials, as a
+	// public repository.
+	PublicURL string
 	// DeployKey is the private key file the SSH server accepts, and
 	// KnownHosts the server's host key line for it: what the
 	// git-deploy-key Secret must hold.
@@ -79,13 +82,14 @@ func startGitServer(ctx context.Context, dir string, ca *pki.CA, caFile string) 
 	g.proc, err = startProcess("gitserver", filepath.Join(dir, "logs", "gitserver.log"), nil, false, bin,
 		"-root", filepath.Join(dir, "repos"), "-key-dir", filepath.Join(dir, "hostkey"),
 		"-authorized-key", g.DeployKey+".pub", "-password-file", filepath.Join(dir, "password"), "-addr-file", addrFile,
-		"-tls-cert", certFile, "-tls-key", keyFile)
+		"-tls-cert", certFile, "-tls-key", keyFile, "-anonymous-http")
 	if err != nil {
 		return nil, err
 	}
 	var addrs struct {
 		HTTP    string `json:"http"`
 		HTTPS   string `json:"https"`
+		Public  string `json:"public_http"`
 		SSH     string `json:"ssh"`
 		HostKey string `json:"host_key"`
 	}
@@ -107,6 +111,7 @@ func startGitServer(ctx context.Context, dir string, ca *pki.CA, caFile string) 
 	}
 	g.HTTPURL = addrs.HTTP
 	g.HTTPSURL = addrs.HTTPS + "/" + GitRepoPath
+	g.PublicURL = addrs.Public + "/" + GitRepoPath
 	g.SSHURL = addrs.SSH + "/" + GitRepoPath
 	sshURL, _ := url.Parse(addrs.SSH)
 	g.KnownHosts = fmt.Sprintf("[%s]:%s %s", sshURL.Hostname(), sshURL.Port(), addrs.HostKey)

@@ -32,13 +32,14 @@ func main() {
 	addrFile := flag.String("addr-file", "", "where to write the listening addresses")
 	tlsCert := flag.String("tls-cert", "", "with -tls-key: also serve HTTPS (same repositories, same password) with this certificate")
 	tlsKey := flag.String("tls-key", "", "the certificate's key")
+	anonymous := flag.Bool("anonymous-http", false, "also serve HTTP without credentials, as a public repository")
 	flag.Parse()
-	if err := run(*root, *keyDir, *authorizedKey, *passwordFile, *addrFile, *tlsCert, *tlsKey); err != nil {
+	if err := run(*root, *keyDir, *authorizedKey, *passwordFile, *addrFile, *tlsCert, *tlsKey, *anonymous); err != nil {
 		log.Fatalf("gitserver: %v", err)
 	}
 }
 
-func run(root, keyDir, authorizedKey, passwordFile, addrFile string, tlsCert, tlsKey string) error {
+func run(root, keyDir, authorizedKey, passwordFile, addrFile string, tlsCert, tlsKey string, anonymous bool) error {
 	allowed, err := os.ReadFile(authorizedKey)
 	if err != nil {
 		return fmt.Errorf("read authorized key: %w", err)
@@ -77,6 +78,15 @@ func run(root, keyDir, authorizedKey, passwordFile, addrFile string, tlsCert, tl
 		defer tlsSrv.StopHTTP()
 		httpsAddr = tlsSrv.HTTPAddress()
 	}
+	publicAddr := ""
+	if anonymous {
+		public := gittestserver.NewGitServer(root).AutoCreate()
+		if err := public.StartHTTP(); err != nil {
+			return fmt.Errorf("start anonymous HTTP: %w", err)
+		}
+		defer public.StopHTTP()
+		publicAddr = public.HTTPAddress()
+	}
 	if err := srv.ListenSSH(); err != nil {
 		return fmt.Errorf("listen SSH: %w", err)
 	}
@@ -89,7 +99,7 @@ func run(root, keyDir, authorizedKey, passwordFile, addrFile string, tlsCert, tl
 		return fmt.Errorf("read host key: %w", err)
 	}
 	addrs, _ := json.Marshal(map[string]string{
-		"http": srv.HTTPAddress(), "https": httpsAddr, "ssh": srv.SSHAddress(), "host_key": strings.TrimSpace(string(hostKey)),
+		"http": srv.HTTPAddress(), "https": httpsAddr, "public_http": publicAddr, "ssh": srv.SSHAddress(), "host_key": strings.TrimSpace(string(hostKey)),
 	})
 	if err := os.WriteFile(addrFile+".tmp", addrs, 0o600); err != nil {
 		return err
