@@ -27,13 +27,13 @@ go_build_for = CGO_ENABLED=0 GOOS=$(word 1,$(subst _, ,$1)) GOARCH=$(word 2,$(su
 # ip/nsenter/unshare to make them, git for the collection build, strace to kill a module mid-write,
 # python3-venv for make lint's venv, sudo for the test hosts' become, qemu-user-static and
 # debootstrap for the arm64 test host.
-APT_PACKAGES := ansible-core openssh-server openssh-client iproute2 util-linux git curl strace python3-venv sudo qemu-user-static debootstrap
+APT_PACKAGES := ansible-core openssh-server openssh-client iproute2 util-linux git curl strace python3-venv sudo qemu-user-static debootstrap shellcheck
 # The benchmarks' Python baseline: Debian's ansible (with kubernetes.core) and the Kubernetes
 # client; GNU time for peak RSS.
 BENCH_APT_PACKAGES := ansible python3-kubernetes time
 ROUNDS ?= 5
 
-.PHONY: help build docs fuzz lint test test-unit test-integration test-e2e test-molecule testbed-bin testbed-rootfs collection deps bench demo demo-collection demo-down clean
+.PHONY: help build docs fuzz lint test test-sanity test-unit test-integration test-e2e test-molecule testbed-bin testbed-rootfs collection deps bench demo demo-collection demo-down clean
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9-]+:.*## / {printf "  %-17s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -58,10 +58,13 @@ FORCE:
 docs: ## Regenerate the sidecar docs (plugins/modules/*.yml) and golden files
 	go test ./modules/... -run 'TestSidecarDocs|Golden' -update
 
-test: deps lint testbed-bin testbed-rootfs test-unit test-integration test-e2e test-molecule ## Everything CI runs: installs what it needs, lints, builds the test bed, all tests
+test: deps lint test-sanity testbed-bin testbed-rootfs test-unit test-integration test-e2e test-molecule ## Everything CI runs: installs what it needs, lints, builds the test bed, all tests
 
 lint: deps build ## goimports, go vet and staticcheck (every build tag), yamllint, ansible-lint --profile production
 	tests/tools/lint.sh
+
+test-sanity: deps ## ansible-test sanity (ansible-core 2.19, --local with its pinned requirements); tests/sanity/ignore-2.19.txt says what cannot apply
+	tests/tools/sanity.sh
 
 test-unit: ## Unit tests as an unprivileged user (nobody), no test bed; each controller module at 80% coverage or more
 	tests/tools/unit.sh

@@ -26,6 +26,9 @@ type Module struct {
 	// attributes: "full", "partial" or "none".
 	CheckMode string
 	DiffMode  string
+	// Platforms is the docs' platform attribute: where the module runs
+	// ("linux" for the node modules; empty: "posix", the controller's).
+	Platforms string
 	Examples  string
 	Returns   []Return
 }

@@ -14,7 +14,7 @@ var module = &ansible.Module{
 		"With O(wait_for=registered), waits only until each named Node exists: for a cluster whose CNI Flux installs later (k3s with C(flannel-backend: none)), whose Nodes stay NotReady until then; C(not_ready) still lists them.",
 		"Role k8s_cluster runs it last, with the node names k3s_config returned, so a play ends only when every inventory host has joined.",
 	},
-	Author:    []string{"gitops.k3s_flux maintainers"},
+	Author:    []string{"gitops.k3s_flux maintainers (@gitops-k3s-flux)"},
 	CheckMode: "full",
 	DiffMode:  "none",
 	Spec: ansible.Spec{

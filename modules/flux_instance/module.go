@@ -15,7 +15,7 @@ var module = &ansible.Module{
 		"Applying is idempotent: a second run with the same definition sends no write to the API server (it compares with a server-side dry run).",
 		"Check mode waits for nothing: it plans with a server-side dry run; before the FluxInstance CRD exists (the operator is not installed yet), or when the C(kubeconfig) file does not exist yet (a first run), it plans the instance from its definition with a warning. A missing required Secret is a warning in check mode and an error in a real run.",
 	},
-	Author:    []string{"gitops.k3s_flux maintainers"},
+	Author:    []string{"gitops.k3s_flux maintainers (@gitops-k3s-flux)"},
 	CheckMode: "full",
 	DiffMode:  "full",
 	Notes: []string{

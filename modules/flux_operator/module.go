@@ -19,7 +19,7 @@ var module = &ansible.Module{
 		"C(ca_file) works together with C(registry_username) and C(registry_password): one registry client carries both.",
 		"Once a Flux HelmRelease has adopted the release (its objects carry C(helm.toolkit.fluxcd.io/name)), the module reports C(adopted) and leaves it alone, unless C(force=true).",
 	},
-	Author:    []string{"gitops.k3s_flux maintainers"},
+	Author:    []string{"gitops.k3s_flux maintainers (@gitops-k3s-flux)"},
 	CheckMode: "full",
 	DiffMode:  "full",
 	Spec: ansible.Spec{

@@ -13,7 +13,7 @@ var module = &ansible.Module{
 		"Cross-checks with the bootstrap: C(spec.sync.pullSecret) and every C(spec.decryption.secretRef) must be among O(secrets); every C(spec.postBuild.substituteFrom) reference not marked C(optional) must be among O(secrets) or O(config_maps), or be created by a build of the repository; an SSH C(spec.sync.url)'s host must be one O(known_hosts) covers.",
 		"Fails when it finds a problem, C(msg) listing each; C(problems) holds them. A clean report is kept per repository, so a re-run with nothing changed skips the builds (see C(cached)).",
 	},
-	Author:    []string{"gitops.k3s_flux maintainers"},
+	Author:    []string{"gitops.k3s_flux maintainers (@gitops-k3s-flux)"},
 	CheckMode: "full",
 	DiffMode:  "none",
 	Notes: []string{

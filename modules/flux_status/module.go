@@ -13,7 +13,7 @@ var module = &ansible.Module{
 		"With C(wait), waits until nothing is failing (and, with C(wait_for_revision), until the source serves that revision), and on timeout fails with the last conditions and recent events of what is still failing.",
 		"This is what C(just fx sources) and C(just fx failing) show, as results a play can assert on.",
 	},
-	Author:    []string{"gitops.k3s_flux maintainers"},
+	Author:    []string{"gitops.k3s_flux maintainers (@gitops-k3s-flux)"},
 	CheckMode: "full",
 	DiffMode:  "none",
 	Notes: []string{

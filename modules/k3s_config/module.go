@@ -26,9 +26,10 @@ var module = &ansible.Module{
 		"The file is canonical (keys sorted, lists in block style), written atomically, mode 0600 and owned by root, because it holds the cluster token.",
 		"A Go binary: the node needs no Python.",
 	},
-	Author:    []string{"gitops.k3s_flux maintainers"},
+	Author:    []string{"gitops.k3s_flux maintainers (@gitops-k3s-flux)"},
 	CheckMode: "full",
 	DiffMode:  "full",
+	Platforms: "linux",
 	Notes: []string{
 		"k3s reads config.yaml first, then each C(config.yaml.d/*.yaml) drop-in in lexical order; a plain key in a later file replaces the earlier value and a C(key+) key appends to a list flag.",
 		"A server-only key on an agent fails here, because C(k3s agent) refuses to start with it; an agent-only key on a server fails too, because C(k3s server) would silently drop it.",

@@ -10,7 +10,7 @@ var module = &ansible.Module{
 		"Writes it to C(dest) atomically, mode 0600, creating a missing directory with mode 0700; an existing file with other content is replaced (kept beside it with C(backup)), one with the same content but another mode gets 0600.",
 		"Role k8s_cluster runs it on the controller after the first controller's kubeconfig was read.",
 	},
-	Author:    []string{"gitops.k3s_flux maintainers"},
+	Author:    []string{"gitops.k3s_flux maintainers (@gitops-k3s-flux)"},
 	CheckMode: "full",
 	DiffMode:  "full",
 	Notes: []string{

@@ -21,9 +21,10 @@ var module = &ansible.Module{
 		"On servers it then waits until the API's C(/readyz) answers C(ok) on this node, authenticated with the admin kubeconfig k3s wrote. Module gitops.k3s_flux.k3s_node_info reads the node token and that kubeconfig.",
 		"A Go binary: the node needs no Python. Its action plugin copies airgap files to the node through the connection, only when an install is needed.",
 	},
-	Author:    []string{"gitops.k3s_flux maintainers"},
+	Author:    []string{"gitops.k3s_flux maintainers (@gitops-k3s-flux)"},
 	CheckMode: "full",
 	DiffMode:  "full",
+	Platforms: "linux",
 	Notes: []string{
 		"Runs as root (use C(become)): it installs into C(/usr/local/bin) and drives systemd.",
 		"The install script is run with C(INSTALL_K3S_VERSION) and C(INSTALL_K3S_EXEC) (C(server) or C(agent)); the flags belong in k3s's config file (module gitops.k3s_flux.k3s_config), which the script leaves alone.",

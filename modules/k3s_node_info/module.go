@@ -15,9 +15,10 @@ var module = &ansible.Module{
 		"On a server, returns the node token the other nodes join with, and the admin kubeconfig k3s wrote, when asked for; failing to read either fails the task, naming the file.",
 		"A Go binary: the node needs no Python.",
 	},
-	Author:    []string{"gitops.k3s_flux maintainers"},
+	Author:    []string{"gitops.k3s_flux maintainers (@gitops-k3s-flux)"},
 	CheckMode: "full",
 	DiffMode:  "none",
+	Platforms: "linux",
 	Notes: []string{
 		"C(token) and C(kubeconfig) are secrets: the action plugin prints a result that holds either censored, as C(no_log: true) would, while the registered variable keeps both. A failed read returns neither, so its message is shown. Both files are readable by root only: use C(become).",
 	},

@@ -15,7 +15,7 @@ var module = &ansible.Module{
 		"Creates ConfigMaps once (cluster variables for Flux's C(postBuild.substituteFrom), say): a missing one is created, an existing one is never changed, so that Flux or you own it from then on; its values are no secret and show in the diff.",
 		"A Secret that Flux has adopted (it carries a C(kustomize.toolkit.fluxcd.io/name) or C(helm.toolkit.fluxcd.io/name) label) is left alone and reported as adopted, unless C(force=true).",
 	},
-	Author:    []string{"gitops.k3s_flux maintainers"},
+	Author:    []string{"gitops.k3s_flux maintainers (@gitops-k3s-flux)"},
 	CheckMode: "full",
 	DiffMode:  "full",
 	Notes: []string{

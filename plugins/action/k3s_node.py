@@ -2,7 +2,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Action plugin of gitops.k3s_flux.k3s_node: runs on the controller (the node needs no Python).
 
-It sends the module binary built for the host's OS and CPU (BinaryModuleAction). The module decides whether k3s must be installed. Only when it must, from airgap files that are
+It sends the module binary built for the host's OS and CPU (BinaryModuleAction). The module
+decides whether k3s must be installed. Only when it must, from airgap files that are
 still on the controller, does it answer airgap_transfer_needed; this plugin then copies the files
 through the connection into the task's temporary directory and runs the module again with
 remote_src, and the module checks each file against its sha256 on the node before use.

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 name: repo_dir
-author: gitops.k3s_flux maintainers
+author: gitops.k3s_flux maintainers (@gitops-k3s-flux)
 version_added: "0.1.0"
 short_description: Your repository's top directory, or its Ansible directory
 description:

@@ -180,7 +180,8 @@ class BinaryModuleAction(ActionBase):
             result.setdefault("ansible_facts", {})[FACT] = platform
         return platform
 
-    def _execute_module(self, module_name=None, module_args=None, tmp=None, task_vars=None, persist_files=False, delete_remote_tmp=None, wrap_async=False, **kwargs):
+    def _execute_module(self, module_name=None, module_args=None, tmp=None, task_vars=None, persist_files=False, delete_remote_tmp=None,
+                        wrap_async=False, **kwargs):
         platform = getattr(self, "_platform", None)
         if not platform or wrap_async or self._task.async_val or not self._is_pipelining_enabled("new"):
             return super()._execute_module(module_name=module_name, module_args=module_args, tmp=tmp, task_vars=task_vars,
@@ -230,7 +231,7 @@ class BinaryModuleAction(ActionBase):
         with open(self._binary(module_name.split(".")[-1]), "rb") as f:
             data = f.read()
         if len(configured) == 4:  # ansible-core < 2.19: (style, shebang, data, path)
-            style, shebang, _, _ = configured
+            style, shebang = configured[0], configured[1]
             return style, shebang, data, f.name
-        built, _ = configured  # ansible-core 2.19: (_BuiltModule, path)
+        built = configured[0]  # ansible-core 2.19: (_BuiltModule, path)
         return dataclasses.replace(built, b_module_data=data), f.name

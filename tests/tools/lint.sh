@@ -12,7 +12,7 @@ tests/tools/build.sh staticcheck goimports >/dev/null
 bin="$cache/bin"
 
 echo "lint: goimports"
-unformatted="$("$bin/goimports-v$GOIMPORTS_VERSION/goimports" -l -local github.com/gitops-k3s-flux/k3s_flux $(git ls-files '*.go'))"
+unformatted="$(git ls-files -z '*.go' | xargs -0 "$bin/goimports-v$GOIMPORTS_VERSION/goimports" -l -local github.com/gitops-k3s-flux/k3s_flux)"
 if [ -n "$unformatted" ]; then
   echo "not goimports-formatted (run goimports -w -local github.com/gitops-k3s-flux/k3s_flux):" >&2
   echo "$unformatted" >&2

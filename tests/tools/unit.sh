@@ -46,7 +46,7 @@ done
 echo "unit tests as $(run_as id -un) in $((SECONDS - start)) s"
 failed=0
 for m in "${gated[@]}"; do
-  pct="$(sed -n "s|^ok .*/modules/$m[[:space:]].*coverage: \([0-9.]*\)% of statements.*|\1|p" "$out")"
+  pct="$(sed -n "s|^ok .*/modules/${m}[[:space:]].*coverage: \([0-9.]*\)% of statements.*|\1|p" "$out")"
   if [ -z "$pct" ] || awk -v p="$pct" -v g="$gate" 'BEGIN { exit !(p < g) }'; then
     echo "coverage of modules/$m is ${pct:-unknown}%, below the ${gate}% gate" >&2
     failed=1

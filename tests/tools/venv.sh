@@ -5,7 +5,9 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 cache="${K3SF_CACHE:-$HOME/.cache/k3s_flux}"
-venv="$cache/venv-$(sha256sum "$root/requirements.txt" | cut -c1-16)"
+# An optional name makes a second venv of the same file (sanity: ansible-test installs its own
+# pinned requirements into it, which must not change the one the plays run with).
+venv="$cache/venv-${1:+$1-}$(sha256sum "$root/requirements.txt" | cut -c1-16)"
 # A venv cannot be moved (its scripts name its path): made in place, marked whole once done.
 if [ ! -e "$venv/.complete" ]; then
   echo "creating $venv from requirements.txt" >&2

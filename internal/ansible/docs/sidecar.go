@@ -27,6 +27,7 @@ type docOption struct {
 type docAttribute struct {
 	Support     string `yaml:"support"`
 	Description string `yaml:"description"`
+	Platforms   string `yaml:"platforms,omitempty"`
 }
 
 type documentation struct {
@@ -54,6 +55,15 @@ type sidecar struct {
 	Return        map[string]docReturn `yaml:"RETURN"`
 }
 
+// platforms is where the module runs: the node modules on Linux, the
+// others on the Ansible controller (Linux or macOS).
+func platforms(m *ansible.Module) string {
+	if m.Platforms != "" {
+		return m.Platforms
+	}
+	return "posix"
+}
+
 // Sidecar renders the module's docs as the plugins/modules/<name>.yml file
 // that ansible-doc reads for a binary module.
 func Sidecar(m *ansible.Module) ([]byte, error) {
@@ -68,7 +78,7 @@ func Sidecar(m *ansible.Module) ([]byte, error) {
 			Attributes: map[string]docAttribute{
 				"check_mode": {Support: orNone(m.CheckMode), Description: "Can run in check_mode and return changed status prediction without modifying target."},
 				"diff_mode":  {Support: orNone(m.DiffMode), Description: "Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode."},
-				"platform":   {Support: "full", Description: "A Go binary module: the target needs no Python."},
+				"platform":   {Support: "full", Description: "A Go binary module: the target needs no Python.", Platforms: platforms(m)},
 			},
 			Notes: m.Notes,
 		},

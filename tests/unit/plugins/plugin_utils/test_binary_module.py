@@ -7,7 +7,6 @@ import os
 import stat
 import subprocess
 import tempfile
-import time
 import unittest
 
 from ansible_collections.gitops.k3s_flux.plugins.plugin_utils.binary_module import (
@@ -108,7 +107,7 @@ class KeptBinary(unittest.TestCase):
         os.chmod(self.upload, 0o700)
 
     def sh(self, script):
-        return subprocess.run(["/bin/sh", "-c", script], input=b'{"a": 1}', env=self.env, capture_output=True, timeout=30)
+        return subprocess.run(["/bin/sh", "-c", script], input=b'{"a": 1}', env=self.env, capture_output=True, timeout=30, check=False)
 
     def test_missing_then_sent_then_kept(self):
         name = cached_name("k3s_node", "0123456789abcdef" * 4)
