@@ -27,6 +27,8 @@ done
 
 venv="$(tests/tools/venv.sh)"
 export PATH="$venv/bin:$PATH"
+echo "lint: THIRD_PARTY_NOTICES.md current"
+go run ./tests/notices -check
 echo "lint: yamllint"
 yamllint --strict .
 echo "lint: ansible-lint"
