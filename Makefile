@@ -19,6 +19,10 @@ CONTROLLER_BINARIES := $(foreach p,$(CONTROLLER_PLATFORMS),plugins/bin/$(p)/cont
 LINKS := $(addprefix plugins/modules/,$(CONTROLLER_MODULES))
 VERSION := $(shell sed -n 's/^version: //p' galaxy.yml)
 TARBALL := dist/gitops-k3s_flux-$(VERSION).tar.gz
+# The release (make release): a tarball without the controller binaries, which ship beside it
+# compressed, one per platform, fetched by the action plugins on first use.
+RELEASE_DIR := dist/release
+RELEASE_LIMIT_MB := 20
 # $(call go_build_for,<os>_<arch>,<package>) builds $@ for that platform: static, stripped, arm as
 # armv7 (GOARM=7, the boards homelabs run).
 go_build_for = CGO_ENABLED=0 GOOS=$(word 1,$(subst _, ,$1)) GOARCH=$(word 2,$(subst _, ,$1)) GOARM=7 \
@@ -26,14 +30,14 @@ go_build_for = CGO_ENABLED=0 GOOS=$(word 1,$(subst _, ,$1)) GOARCH=$(word 2,$(su
 # Debian packages the tests need: Ansible itself, sshd for the test hosts,
 # ip/nsenter/unshare to make them, git for the collection build, strace to kill a module mid-write,
 # python3-venv for make lint's venv, sudo for the test hosts' become, qemu-user-static and
-# debootstrap for the arm64 test host.
-APT_PACKAGES := ansible-core openssh-server openssh-client iproute2 util-linux git curl strace python3-venv sudo qemu-user-static debootstrap shellcheck
+# debootstrap for the arm64 test host, xz for the release.
+APT_PACKAGES := ansible-core openssh-server openssh-client iproute2 util-linux git curl strace python3-venv sudo qemu-user-static debootstrap shellcheck xz-utils
 # The benchmarks' Python baseline: Debian's ansible (with kubernetes.core) and the Kubernetes
 # client; GNU time for peak RSS.
 BENCH_APT_PACKAGES := ansible python3-kubernetes time
 ROUNDS ?= 5
 
-.PHONY: help build docs fuzz lint test test-sanity test-unit test-integration test-e2e test-molecule testbed-bin testbed-rootfs collection deps bench demo demo-collection demo-down clean
+.PHONY: help build docs fuzz lint test test-sanity test-unit test-integration test-e2e test-molecule testbed-bin testbed-rootfs collection release deps bench demo demo-collection demo-down clean
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9-]+:.*## / {printf "  %-17s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -98,6 +102,9 @@ collection: build ## Build the collection tarball into dist/
 	@mkdir -p dist
 	ansible-galaxy collection build --force --output-path dist .
 
+release: build ## The release into dist/release: the collection tarball (node binaries for every platform; at most 20 MB, checked) and each platform's controller binary, xz-compressed
+	tests/tools/release.sh $(RELEASE_DIR) $(RELEASE_LIMIT_MB) $(CONTROLLER_PLATFORMS)
+
 # apt_install installs the Debian packages given that are missing.
 define apt_install
 	@missing=""; for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -110,7 +117,7 @@ endef
 deps: ## Install the Debian packages the tests need (when missing)
 	$(call apt_install,$(APT_PACKAGES))
 
-bench: deps testbed-bin build ## Side-by-side benchmarks against kubernetes.core and template (ROUNDS=5, ONLY=cluster,... a subset); appends to bench/RESULTS.md
+bench: deps testbed-bin build release ## Side-by-side benchmarks against kubernetes.core and template (ROUNDS=5, ONLY=cluster,... a subset); appends to bench/RESULTS.md
 	$(call apt_install,$(BENCH_APT_PACKAGES))
 	tests/tools/build.sh helm
 	go run ./bench -rounds $(ROUNDS) $(if $(ONLY),-only $(ONLY))

@@ -673,7 +673,9 @@ func (r *runner) report(scale []scaleRow, sizes []size) string {
 }
 
 // shipped is the table of every binary the collection ships, per
-// platform, and the size of the collection tarball make collection built.
+// platform, the size of the collection tarball make collection built (every
+// binary) and of the release's files (make release: Galaxy's tarball, the
+// compressed controller binaries beside it).
 func shipped(root string) string {
 	var b strings.Builder
 	b.WriteString("\nBinaries per platform (plugins/bin/<os>_<arch>/; plugins/modules/ holds the linux/amd64 node modules and links to the controller binary):\n\n| platform | binary | size |\n|---|---|---:|\n")
@@ -695,7 +697,16 @@ func shipped(root string) string {
 	}
 	if tarballs, _ := filepath.Glob(filepath.Join(root, "dist", "gitops-k3s_flux-*.tar.gz")); len(tarballs) > 0 {
 		if info, err := os.Stat(tarballs[len(tarballs)-1]); err == nil {
-			fmt.Fprintf(&b, "\nCollection tarball (%s): %.1f MB\n", filepath.Base(tarballs[len(tarballs)-1]), float64(info.Size())/(1<<20))
+			fmt.Fprintf(&b, "\nCollection tarball with every binary (make collection, %s): %.1f MB\n", filepath.Base(tarballs[len(tarballs)-1]), float64(info.Size())/(1<<20))
+		}
+	}
+	release, _ := filepath.Glob(filepath.Join(root, "dist", "release", "gitops-k3s_flux-*"))
+	if len(release) > 0 {
+		b.WriteString("\nThe release (make release; Galaxy takes the tarball, at most 20 MB; a controller fetches the one .xz of its platform):\n\n| file | size |\n|---|---:|\n")
+	}
+	for _, p := range release {
+		if info, err := os.Stat(p); err == nil {
+			fmt.Fprintf(&b, "| %s | %.1f MB |\n", filepath.Base(p), float64(info.Size())/(1<<20))
 		}
 	}
 	return b.String()

@@ -9,6 +9,15 @@ that platform: plugins/bin/<os>_<arch>/<name> for a node module, or for a contro
 the one binary that serves them all, plugins/bin/<os>_<arch>/controller. A platform with no
 binary fails naming it.
 
+A release's collection tarball carries the node binaries but not the controller binary (Galaxy
+takes 20 MB; four platforms of it weigh about 45 MB compressed). Its controller-side modules are
+stubs in plugins/modules; the first task that needs the controller binary for a platform fetches
+gitops-k3s_flux-<version>-controller-<platform>.xz from the release (the variable
+gitops_k3s_flux_release_url or the environment's GITOPS_K3S_FLUX_RELEASE_URL, a URL or file://
+directory; else the GitHub release of this version), unpacks it into the controller's
+~/.cache/gitops.k3s_flux/controller/<platform>, and keeps it only if its sha256 is the one
+plugins/bin/SHA256SUMS gives.
+
 With pipelining on (ansible.cfg `pipelining = True`, as for Python modules) a task is one command
 on the host: the binary is kept there under a name that holds its sha256 (in
 /var/lib/gitops.k3s_flux/bin when it runs as root, else in the user's ~/.cache/gitops.k3s_flux/bin),
@@ -19,13 +28,17 @@ Ansible's own way: binary and args file copied into a temporary directory for ev
 from __future__ import annotations
 
 import dataclasses
+import fcntl
 import hashlib
 import json
 import os
 import shlex
+import tempfile
 
-from ansible.errors import AnsibleActionFail
+from ansible.errors import AnsibleActionFail, AnsibleConnectionFailure
+from ansible.module_utils.urls import open_url
 from ansible.plugins.action import ActionBase
+from ansible.utils.display import Display
 from ansible.vars.clean import remove_internal_keys
 
 try:  # ansible-core 2.19: args and results go through a binary module's serialization profile
@@ -34,6 +47,8 @@ try:  # ansible-core 2.19: args and results go through a binary module's seriali
     PROFILE = "legacy"
 except ImportError:  # ansible-core < 2.19: plain JSON
     PROFILE = None
+
+display = Display()
 
 FACT = "gitops_k3s_flux_platform"
 
@@ -56,6 +71,12 @@ USER_CACHE = '"${XDG_CACHE_HOME:-$HOME/.cache}/gitops.k3s_flux/bin"'
 MISSING = "GITOPS_K3S_FLUX_BINARY_MISSING"
 # The build's sums of every binary (make build), so a task need not hash 50 MB.
 SUMS = os.path.join("plugins", "bin", "SHA256SUMS")
+
+# Where a release is fetched from, unless the variable or the environment says.
+RELEASE_URL_VAR = "gitops_k3s_flux_release_url"
+RELEASE_URL_ENV = "GITOPS_K3S_FLUX_RELEASE_URL"
+# The most a payload may unpack to: a bad release must not fill the controller's disk.
+MAX_BINARY_BYTES = 256 << 20
 
 COLLECTION_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -84,20 +105,117 @@ def binary_path(root, name, platform, multicall=None):
     return os.path.join(root, "plugins", "bin", platform, name)
 
 
+def expected_sha256(root, rel):
+    """The sha256 the build's SHA256SUMS gives the file at rel (relative to root), or None."""
+    try:
+        with open(os.path.join(root, SUMS)) as f:
+            for line in f:
+                fields = line.split()
+                if len(fields) == 2 and fields[1] == rel:
+                    return fields[0]
+    except OSError:
+        pass
+    return None
+
+
+def collection_info(root):
+    """(version, repository) of the collection at root: its MANIFEST.json once installed, else
+    galaxy.yml."""
+    try:
+        with open(os.path.join(root, "MANIFEST.json")) as f:
+            info = json.load(f)["collection_info"]
+        return info["version"], info.get("repository") or ""
+    except (OSError, ValueError, KeyError):
+        pass
+    fields = {}
+    with open(os.path.join(root, "galaxy.yml")) as f:
+        for line in f:
+            key, sep, value = line.partition(":")
+            if sep and not line[0].isspace():
+                fields[key.strip()] = value.strip()
+    return fields.get("version", ""), fields.get("repository", "")
+
+
+def payload_name(version, platform):
+    """The release file that holds the controller binary for platform, xz-compressed."""
+    return "gitops-k3s_flux-%s-controller-%s.xz" % (version, platform)
+
+
+def payload_url(root, platform, base=None):
+    """Where the controller binary for platform is fetched from: base (a URL or file://
+    directory) or the GitHub release of the collection at root."""
+    version, repository = collection_info(root)
+    if not base:
+        base = "%s/releases/download/v%s/" % (repository.rstrip("/"), version)
+    return base.rstrip("/") + "/" + payload_name(version, platform)
+
+
+def user_cache_dir():
+    """The controller user's cache of fetched controller binaries."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "gitops.k3s_flux", "controller")
+
+
+def fetch_controller(url, sha256, dest, opener=open_url):
+    """Puts the controller binary at dest (its name holds sha256) from the xz payload at url,
+    unless it is there: unpacked into a temporary file beside it, kept only when its sha256 is
+    sha256, then renamed; a lock keeps parallel tasks from fetching it twice. Other builds in
+    dest's directory are removed. ValueError or OSError (the URL's) say why it failed."""
+    import lzma  # here: only a release's first task needs it
+
+    directory = os.path.dirname(dest)
+    if os.access(dest, os.X_OK):
+        return
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+    with open(os.path.join(directory, ".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if os.access(dest, os.X_OK):
+            return
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".fetch-")
+        try:
+            digest, size = hashlib.sha256(), 0
+            unpack = lzma.LZMADecompressor(format=lzma.FORMAT_XZ)
+            with os.fdopen(fd, "wb") as out:
+                response = opener(url, timeout=60)
+                try:
+                    while not unpack.eof:
+                        chunk = b""
+                        # pylint takes the C type's property for a method, always true.
+                        if unpack.needs_input:  # pylint: disable=using-constant-test
+                            chunk = response.read(1 << 20)
+                            if not chunk:
+                                raise ValueError("the payload ends early")
+                        data = unpack.decompress(chunk, max_length=1 << 20)
+                        size += len(data)
+                        if size > MAX_BINARY_BYTES:
+                            raise ValueError("the payload unpacks to more than %d MB" % (MAX_BINARY_BYTES >> 20))
+                        digest.update(data)
+                        out.write(data)
+                finally:
+                    response.close()
+            if digest.hexdigest() != sha256:
+                raise ValueError("it unpacks to a binary whose sha256 is %s; this collection expects %s" % (digest.hexdigest(), sha256))
+            os.chmod(tmp, 0o700)
+            os.rename(tmp, dest)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+        base = os.path.basename(dest)
+        for name in os.listdir(directory):
+            if name.startswith("controller-") and name != base:
+                os.unlink(os.path.join(directory, name))
+
+
 def binary_sha256(root, path):
     """The sha256 of the binary at path: from the build's SHA256SUMS when it is not older than
     the binary, else computed."""
-    rel = os.path.relpath(path, root)
-    sums = os.path.join(root, SUMS)
     try:
-        if os.stat(sums).st_mtime >= os.stat(path).st_mtime:
-            with open(sums) as f:
-                for line in f:
-                    fields = line.split()
-                    if len(fields) == 2 and fields[1] == rel:
-                        return fields[0]
+        fresh = os.stat(os.path.join(root, SUMS)).st_mtime >= os.stat(path).st_mtime
     except OSError:
-        pass
+        fresh = False
+    sha256 = expected_sha256(root, os.path.relpath(path, root)) if fresh else None
+    if sha256:
+        return sha256
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):
@@ -144,11 +262,21 @@ class BinaryModuleAction(ActionBase):
         result.update(self._execute_module(module_name=self._task.action, module_args=self._task.args, task_vars=task_vars))
         return result
 
+    def cleanup(self, force=False):
+        """ActionBase's clean-up, unless the host has gone away: its temporary directory cannot
+        be removed then, and Ansible would report the failure to remove it (the task FAILED)
+        instead of the task's own (the host UNREACHABLE)."""
+        try:
+            super().cleanup(force)
+        except AnsibleConnectionFailure as e:
+            display.warning("%s: temporary directory not removed: %s" % (self._task.get_name(), e))
+
     def _begin(self, tmp, task_vars):
         """ActionBase's start of a run, then the host's platform: the result so far (failed
         when the platform is unknown)."""
         result = super().run(tmp, task_vars)
         self._platform = self._target_platform(task_vars or {}, result)
+        self._release_url = self._templar.template((task_vars or {}).get(RELEASE_URL_VAR)) or os.environ.get(RELEASE_URL_ENV)
         return result
 
     def _target_platform(self, task_vars, result):
@@ -193,8 +321,8 @@ class BinaryModuleAction(ActionBase):
         a second that first sends the binary when the host has not got this build."""
         name = module_name.split(".")[-1]
         binary = self.MULTICALL or name
-        path = self._binary(name)
-        kept = cached_name(binary, binary_sha256(COLLECTION_ROOT, path))
+        path, sha256 = self._binary(name)
+        kept = cached_name(binary, sha256)
         self._update_module_args(module_name, module_args, task_vars)
         encoder = get_module_encoder(PROFILE, Direction.CONTROLLER_TO_MODULE) if PROFILE else None
         in_data = json.dumps(module_args, cls=encoder).encode()
@@ -217,21 +345,34 @@ class BinaryModuleAction(ActionBase):
         return data
 
     def _binary(self, name):
-        """The path of module name's binary for the host's platform; fails naming a missing one."""
+        """(path, sha256) of module name's binary for the host's platform: in the collection, or
+        for the controller binary of a release, fetched into the controller's cache; fails
+        naming a missing one."""
         path = binary_path(COLLECTION_ROOT, name, self._platform, self.MULTICALL)
-        if not os.path.isfile(path):
+        if os.path.isfile(path):
+            return path, binary_sha256(COLLECTION_ROOT, path)
+        sha256 = expected_sha256(COLLECTION_ROOT, os.path.relpath(path, COLLECTION_ROOT)) if self.MULTICALL else None
+        if not sha256:
             raise AnsibleActionFail("module %s has no binary for %s in this collection (%s)" % (name, self._platform, path))
-        return path
+        url = payload_url(COLLECTION_ROOT, self._platform, getattr(self, "_release_url", None))
+        dest = os.path.join(user_cache_dir(), self._platform, cached_name(self.MULTICALL, sha256))
+        try:
+            fetch_controller(url, sha256, dest)
+        except (OSError, ValueError) as e:
+            raise AnsibleActionFail(
+                "module %s: could not fetch the controller binary for %s from %s: %s. Set %s (or the environment's %s) to where "
+                "this release's files are (a URL or a file:// directory)" % (name, self._platform, url, e, RELEASE_URL_VAR, RELEASE_URL_ENV))
+        return dest, sha256
 
     def _configure_module(self, module_name, module_args, task_vars):
         configured = super()._configure_module(module_name, module_args, task_vars)
         platform = getattr(self, "_platform", None)
         if not platform:
             return configured
-        with open(self._binary(module_name.split(".")[-1]), "rb") as f:
+        with open(self._binary(module_name.split(".")[-1])[0], "rb") as f:
             data = f.read()
+        # A binary, whatever is in plugins/modules (a release's controller-side modules are stubs).
         if len(configured) == 4:  # ansible-core < 2.19: (style, shebang, data, path)
-            style, shebang = configured[0], configured[1]
-            return style, shebang, data, f.name
+            return "binary", None, data, f.name
         built = configured[0]  # ansible-core 2.19: (_BuiltModule, path)
-        return dataclasses.replace(built, b_module_data=data), f.name
+        return dataclasses.replace(built, b_module_data=data, module_style="binary", shebang=None), f.name

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -29,35 +30,57 @@ type collection struct {
 	path string // ANSIBLE_COLLECTIONS_PATH holding the installed collection
 }
 
-// installed is the collection the tests share: built and installed once
-// per run (each build copies ~200 MB of binaries into a tarball).
+// installed is the collection the tests share, built and installed once per
+// run as a user gets it: make release, served by a Galaxy stand-in on
+// loopback, installed with ansible-galaxy -r requirements.yml; the first
+// controller-side task fetches the controller binary from the release there
+// into the cache (XDG_CACHE_HOME) under dir.
 var installed struct {
-	once sync.Once
-	dir  string
-	path string
-	err  error
+	once    sync.Once
+	dir     string
+	path    string
+	release *bed.Release
+	err     error
 }
 
 func TestMain(m *testing.M) {
 	code := m.Run()
+	if installed.release != nil {
+		_ = installed.release.Close()
+	}
 	if installed.dir != "" {
 		_ = os.RemoveAll(installed.dir)
 	}
 	os.Exit(code)
 }
 
-// installCollection builds the tarball (make collection) and installs it
-// with ansible-galaxy, as a user would, once for all the tests.
+// installCollection builds the release and installs it from the Galaxy
+// stand-in, as a user would, once for all the tests.
 func installCollection(t *testing.T) collection {
 	t.Helper()
 	root := ansibletest.RepoRoot(t)
 	installed.once.Do(func() {
-		if installed.dir, installed.err = os.MkdirTemp("", "k3sf-e2e-collection-"); installed.err == nil {
-			installed.path, installed.err = bed.InstallCollection(root, installed.dir)
-		}
+		installed.path, installed.err = installRelease(root)
 	})
 	require.NoError(t, installed.err)
 	return collection{root: root, path: installed.path}
+}
+
+func installRelease(root string) (string, error) {
+	dir, err := os.MkdirTemp("", "k3sf-e2e-collection-")
+	if err != nil {
+		return "", err
+	}
+	installed.dir = dir
+	r, err := bed.BuildRelease(root)
+	if err != nil {
+		return "", err
+	}
+	if err := r.Serve(); err != nil {
+		return "", err
+	}
+	installed.release = r
+	return r.Install(dir)
 }
 
 // pipelining says whether this pass runs with Ansible's pipelining on
@@ -74,6 +97,8 @@ func (c collection) env(t *testing.T) []string {
 		"ANSIBLE_RETRY_FILES_ENABLED=0",
 		"ANSIBLE_SSH_CONTROL_PATH_DIR="+t.TempDir(),
 		"ANSIBLE_LOCAL_TEMP="+t.TempDir(),
+		"GITOPS_K3S_FLUX_RELEASE_URL="+installed.release.ReleaseURL,
+		"XDG_CACHE_HOME="+filepath.Join(installed.dir, "cache"),
 	)
 }
 

@@ -3,21 +3,34 @@
 from __future__ import annotations
 
 import hashlib
+import io
+import lzma
 import os
 import stat
 import subprocess
 import tempfile
+import types
 import unittest
+from unittest import mock
 
 from ansible_collections.gitops.k3s_flux.plugins.plugin_utils.binary_module import (
     COLLECTION_ROOT,
     MISSING,
+    BinaryModuleAction,
     binary_path,
     binary_sha256,
     cached_name,
+    collection_info,
+    fetch_controller,
+    payload_url,
     platform_of,
     run_script,
 )
+
+# After the collection's import: importing ansible.plugins first would set up Ansible's
+# collection loader, which finds the collection in ansible.cfg's path instead of this tree.
+from ansible.errors import AnsibleConnectionFailure, AnsibleError  # noqa: E402
+from ansible.plugins.action import ActionBase  # noqa: E402
 
 
 class PlatformOf(unittest.TestCase):
@@ -137,6 +150,105 @@ class KeptBinary(unittest.TestCase):
 
     def test_quotes_the_upload_path(self):
         self.assertIn("cp '/tmp/a b/x' ", run_script("k3s_node", "k3s_node-1", "/tmp/a b/x"))
+
+
+class PayloadURL(unittest.TestCase):
+    def setUp(self):
+        self.root = tempfile.mkdtemp()
+        with open(os.path.join(self.root, "galaxy.yml"), "w") as f:
+            f.write("namespace: gitops\nversion: 1.2.3\nrepository: https://github.com/o/r\ntags:\n  - version: 9\n")
+
+    def test_from_galaxy_yml(self):
+        self.assertEqual(collection_info(self.root), ("1.2.3", "https://github.com/o/r"))
+        self.assertEqual(payload_url(self.root, "darwin_arm64"),
+                         "https://github.com/o/r/releases/download/v1.2.3/gitops-k3s_flux-1.2.3-controller-darwin_arm64.xz")
+
+    def test_installed_manifest_wins(self):
+        with open(os.path.join(self.root, "MANIFEST.json"), "w") as f:
+            f.write('{"collection_info": {"version": "2.0.0", "repository": "https://example.org/x/"}}')
+        self.assertEqual(payload_url(self.root, "linux_arm64"),
+                         "https://example.org/x/releases/download/v2.0.0/gitops-k3s_flux-2.0.0-controller-linux_arm64.xz")
+
+    def test_base_given(self):
+        self.assertEqual(payload_url(self.root, "linux_amd64", "file:///srv/release/"),
+                         "file:///srv/release/gitops-k3s_flux-1.2.3-controller-linux_amd64.xz")
+
+
+class FetchController(unittest.TestCase):
+    binary = b"\x7fELF controller" * 1000
+
+    def setUp(self):
+        self.dir = os.path.join(tempfile.mkdtemp(), "cache", "linux_amd64")
+        self.sha = hashlib.sha256(self.binary).hexdigest()
+        self.dest = os.path.join(self.dir, cached_name("controller", self.sha))
+        self.fetched = []
+
+    def opener(self, payload):
+        def open_url(url, timeout):
+            self.fetched.append(url)
+            return io.BytesIO(payload)
+        return open_url
+
+    def test_fetched_checked_kept(self):
+        os.makedirs(self.dir)
+        old = os.path.join(self.dir, "controller-00000000000000aa")
+        open(old, "w").close()
+        fetch_controller("u", self.sha, self.dest, self.opener(lzma.compress(self.binary)))
+        with open(self.dest, "rb") as f:
+            self.assertEqual(f.read(), self.binary)
+        self.assertEqual(stat.S_IMODE(os.stat(self.dest).st_mode), 0o700)
+        self.assertEqual(sorted(os.listdir(self.dir)), [".lock", os.path.basename(self.dest)], "the older build is gone")
+        # Once there, not fetched again.
+        fetch_controller("u", self.sha, self.dest, self.opener(b""))
+        self.assertEqual(self.fetched, ["u"])
+
+    def assert_refused(self, payload, message):
+        with self.assertRaises(ValueError) as e:
+            fetch_controller("u", self.sha, self.dest, self.opener(payload))
+        self.assertIn(message, str(e.exception))
+        self.assertEqual(os.listdir(self.dir), [".lock"], "nothing half-written is left")
+
+    def test_wrong_sha256(self):
+        self.assert_refused(lzma.compress(b"another build"), "this collection expects " + self.sha)
+
+    def test_truncated(self):
+        payload = lzma.compress(self.binary)
+        self.assert_refused(payload[: len(payload) // 2], "the payload ends early")
+
+    def test_not_xz(self):
+        with self.assertRaises(lzma.LZMAError):
+            fetch_controller("u", self.sha, self.dest, self.opener(b"<html>not found</html>"))
+        self.assertEqual(os.listdir(self.dir), [".lock"])
+
+    def test_too_big(self):
+        from ansible_collections.gitops.k3s_flux.plugins.plugin_utils import binary_module
+
+        limit = binary_module.MAX_BINARY_BYTES
+        binary_module.MAX_BINARY_BYTES = 4 << 20
+        try:
+            self.assert_refused(lzma.compress(bytes(5 << 20)), "the payload unpacks to more than 4 MB")
+        finally:
+            binary_module.MAX_BINARY_BYTES = limit
+
+
+class Cleanup(unittest.TestCase):
+    """A host lost while its task ran: removing the task's temporary directory fails too, and
+    that failure must not replace the task's (Ansible would report the host FAILED, not
+    UNREACHABLE)."""
+
+    def action(self):
+        action = BinaryModuleAction.__new__(BinaryModuleAction)
+        action._task = types.SimpleNamespace(get_name=lambda: "Render the k3s config")
+        return action
+
+    def test_connection_failure_is_a_warning(self):
+        with mock.patch.object(ActionBase, "cleanup", side_effect=AnsibleConnectionFailure("Failed to connect to the host via ssh: ")):
+            self.action().cleanup()
+
+    def test_other_failures_stay(self):
+        with mock.patch.object(ActionBase, "cleanup", side_effect=AnsibleError("rm: permission denied")):
+            with self.assertRaises(AnsibleError):
+                self.action().cleanup()
 
 
 if __name__ == "__main__":

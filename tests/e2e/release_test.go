@@ -1,0 +1,88 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestRelease is the release a user installs (every e2e test runs on it):
+// a tarball Galaxy takes, with the node binaries for every platform and no
+// controller binary, which the first controller-side task fetches from the
+// release once, checks and caches; a payload that is not this build's is
+// refused and nothing is kept.
+func TestRelease(t *testing.T) {
+	c := installCollection(t)
+	r := installed.release
+
+	info, err := os.Stat(r.Tarball)
+	require.NoError(t, err)
+	t.Logf("release tarball %s: %.1f MB", filepath.Base(r.Tarball), float64(info.Size())/(1<<20))
+	assert.LessOrEqual(t, info.Size(), int64(20<<20), "Galaxy takes at most 20 MB")
+	payloads, _ := filepath.Glob(filepath.Join(r.Dir, "gitops-k3s_flux-"+r.Version+"-controller-*.xz"))
+	assert.Len(t, payloads, 4, "linux and darwin, amd64 and arm64")
+	for _, p := range payloads {
+		if info, err := os.Stat(p); assert.NoError(t, err) {
+			t.Logf("%s: %.1f MB", filepath.Base(p), float64(info.Size())/(1<<20))
+		}
+	}
+
+	root := filepath.Join(c.path, "ansible_collections", "gitops", "k3s_flux")
+	controllers, _ := filepath.Glob(filepath.Join(root, "plugins", "bin", "*", "controller"))
+	assert.Empty(t, controllers, "no controller binary in the tarball")
+	for _, node := range []string{"plugins/modules/k3s_node", "plugins/bin/linux_arm64/k3s_node", "plugins/bin/linux_arm/k3s_node"} {
+		assert.FileExists(t, filepath.Join(root, node))
+	}
+
+	// A play on the controller: flux_status with a kubeconfig that is not
+	// there fails in the binary (so it ran), naming the file.
+	dir := t.TempDir()
+	play := filepath.Join(dir, "status.yml")
+	require.NoError(t, os.WriteFile(play, []byte(`- hosts: localhost
+  connection: local
+  gather_facts: false
+  tasks:
+    - gitops.k3s_flux.flux_status:
+        kubeconfig: `+filepath.Join(dir, "missing-kubeconfig")+`
+`), 0o644))
+	run := func(env ...string) playResult {
+		return runIn(dir, append(c.env(t), env...), "ansible-playbook", "-i", "localhost,", play)
+	}
+	cache := "XDG_CACHE_HOME=" + filepath.Join(dir, "cache")
+
+	t.Run("fetched once, then cached", func(t *testing.T) {
+		before := r.Fetched()
+		for i := 0; i < 2; i++ {
+			res := run(cache)
+			require.Error(t, res.err)
+			assert.Contains(t, res.output, "missing-kubeconfig", "the binary ran: %s", res.output)
+		}
+		assert.Equal(t, before+1, r.Fetched(), "one fetch for two runs")
+		kept, _ := filepath.Glob(filepath.Join(dir, "cache", "gitops.k3s_flux", "controller", "linux_amd64", "controller-*"))
+		require.Len(t, kept, 1)
+		info, err := os.Stat(kept[0])
+		require.NoError(t, err)
+		assert.Equal(t, os.FileMode(0o700), info.Mode().Perm())
+	})
+
+	t.Run("a payload of another build is refused", func(t *testing.T) {
+		other := t.TempDir()
+		xz := exec.Command("sh", "-c", "echo not this build | xz >"+filepath.Join(other, "gitops-k3s_flux-"+r.Version+"-controller-linux_amd64.xz"))
+		require.NoError(t, xz.Run())
+		fresh := "XDG_CACHE_HOME=" + filepath.Join(dir, "cache2")
+		res := run(fresh, "GITOPS_K3S_FLUX_RELEASE_URL=file://"+other)
+		require.Error(t, res.err)
+		assert.Regexp(t, `could not fetch the controller binary for linux_amd64 from file://.*: it unpacks to a binary whose sha256 is [0-9a-f]{64}; this collection expects [0-9a-f]{64}`, res.output)
+		left, _ := filepath.Glob(filepath.Join(dir, "cache2", "gitops.k3s_flux", "controller", "linux_amd64", "*"))
+		for _, f := range left {
+			assert.True(t, strings.HasSuffix(f, ".lock"), "nothing kept: %s", f)
+		}
+	})
+}

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# make release: the collection tarball Galaxy takes (at most $2 MB) into $1, beside the controller
+# binaries of the platforms named after it, xz-compressed. The tarball holds the tracked files, the node
+# binaries for every platform and plugins/bin/SHA256SUMS; each controller-side module is a stub
+# there, and its action plugin fetches the controller binary for the controller's platform from
+# the release on first use, checked against SHA256SUMS (plugins/plugin_utils/binary_module.py).
+set -euo pipefail
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+out="$1"
+limit_mb="$2"
+shift 2
+cd "$root"
+version="$(sed -n 's/^version: //p' galaxy.yml)"
+mkdir -p "$out"
+
+# Each controller binary compressed (about 20 s each on 2 cores), unless the payload there is
+# of this very build: make build rewrites the binaries every time, so their sums decide.
+for p in "$@"; do
+  payload="$out/gitops-k3s_flux-$version-controller-$p.xz"
+  sum="$(sed -n "s|  plugins/bin/$p/controller\$||p" plugins/bin/SHA256SUMS)"
+  [ -n "$sum" ] || { echo "plugins/bin/SHA256SUMS has no plugins/bin/$p/controller: run make build" >&2; exit 1; }
+  if [ -f "$payload" ] && [ "$(cat "$out/.$p.sha256" 2>/dev/null)" = "$sum" ]; then
+    continue
+  fi
+  xz -T2 -6 -c "plugins/bin/$p/controller" >"$payload.tmp"
+  mv -f "$payload.tmp" "$payload"
+  echo "$sum" >"$out/.$p.sha256"
+done
+
+stage="$(mktemp -d)"
+trap 'rm -rf "$stage"' EXIT
+
+git ls-files -z | tar --null -T - -cf - | tar -C "$stage" -xf -
+# The build's outputs the tarball carries: the node binaries (plugins/modules/<name> is
+# linux/amd64's) and the sums; a controller-side module's link to its binary becomes a stub.
+for f in plugins/modules/*; do
+  case "$f" in *.yml) continue ;; esac
+  if [ -L "$f" ]; then
+    printf '%s\n' "gitops.k3s_flux: $(basename "$f") runs as the controller binary for the controller's OS and CPU," \
+      "which its action plugin fetches from the release on first use (see README.md, Install)." >"$stage/$f"
+  else
+    cp -p "$f" "$stage/$f"
+  fi
+done
+for d in plugins/bin/*/; do
+  for f in "$d"*; do
+    [ "$(basename "$f")" = controller ] || { mkdir -p "$stage/$d" && cp -p "$f" "$stage/$f"; }
+  done
+done
+cp -p plugins/bin/SHA256SUMS "$stage/plugins/bin/SHA256SUMS"
+
+ansible-galaxy collection build --force --output-path "$out" "$stage" >/dev/null
+tarball="$out/gitops-k3s_flux-$version.tar.gz"
+(cd "$out" && sha256sum "$(basename "$tarball")" gitops-k3s_flux-"$version"-controller-*.xz >SHA256SUMS)
+for f in "$tarball" "$out"/gitops-k3s_flux-"$version"-controller-*.xz; do
+  awk -v f="$f" -v s="$(stat -c %s "$f")" 'BEGIN { printf "  %-60s %6.2f MB\n", f, s / 1048576 }'
+done
+size="$(stat -c %s "$tarball")"
+if [ "$size" -gt $((limit_mb * 1024 * 1024)) ]; then
+  echo "$tarball is $((size / 1024 / 1024)) MB, more than Galaxy's $limit_mb MB" >&2
+  exit 1
+fi
