@@ -120,7 +120,7 @@ deps: ## Install the Debian packages the tests need (when missing)
 bench: deps testbed-bin build release ## Side-by-side benchmarks against kubernetes.core and template (ROUNDS=5, ONLY=cluster,... a subset); appends to bench/RESULTS.md
 	$(call apt_install,$(BENCH_APT_PACKAGES))
 	tests/tools/build.sh helm
-	go run ./bench -rounds $(ROUNDS) $(if $(ONLY),-only $(ONLY))
+	go run ./bench -rounds $(ROUNDS) $(if $(ONLY),-only $(ONLY)) -pypi-venv "$$(tests/tools/venv.sh bench)"
 
 demo: deps testbed-bin demo-collection ## Start the local test bed and run playbooks/k8s.yml against it, twice
 	go run ./tests/testbed up

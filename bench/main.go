@@ -40,6 +40,7 @@ func main() {
 	profile := flag.Bool("profile", false, "print each play's output with the profile_tasks callback (per-task times)")
 	pipelining := flag.Bool("pipelining", true, "run every play, both sides, with Ansible's pipelining (ANSIBLE_PIPELINING)")
 	only := flag.String("only", strings.Join(sections, ","), "the measurements to run, a comma-separated subset of "+strings.Join(sections, ","))
+	pypi := flag.String("pypi-venv", "", "a venv with PyPI's ansible and kubernetes (tests/tools/venv.sh bench): the bootstrap measurement runs again with its ansible-core, kubernetes.core and client")
 	flag.Parse()
 	root := repoRoot()
 	if *results == "" {
@@ -53,7 +54,7 @@ func main() {
 		}
 		counts = append(counts, n)
 	}
-	r := &runner{root: root, rounds: *rounds, profile: *profile, pipelining: *pipelining, only: map[string]bool{}}
+	r := &runner{root: root, rounds: *rounds, profile: *profile, pipelining: *pipelining, only: map[string]bool{}, pypiVenv: *pypi, playbookCmd: "ansible-playbook"}
 	for _, s := range strings.Split(*only, ",") {
 		if !slices.Contains(sections, s) {
 			fail(fmt.Errorf("-only: %q is none of %s", s, strings.Join(sections, ",")))
@@ -91,6 +92,12 @@ type runner struct {
 	rows       []row
 	// profile prints every play's output, with per-task times.
 	profile bool
+	// playbookCmd is the ansible-playbook every play runs with.
+	playbookCmd string
+	// collections is where the collection under test is installed.
+	collections string
+	// pypiVenv is the venv of the second Python baseline, or empty.
+	pypiVenv string
 	// only holds the sections to run.
 	only map[string]bool
 }
@@ -126,6 +133,7 @@ func (r *runner) run(counts []int, results string) error {
 	if err != nil {
 		return err
 	}
+	r.collections = collections
 	r.env = append(os.Environ(), "ANSIBLE_COLLECTIONS_PATH="+collections+":/usr/share/ansible/collections:/usr/lib/python3/dist-packages/ansible_collections",
 		"ANSIBLE_NOCOLOR=1", "ANSIBLE_RETRY_FILES_ENABLED=0", "ANSIBLE_SSH_CONTROL_PATH_DIR="+filepath.Join(dir, "cp"),
 		"ANSIBLE_PYTHON_INTERPRETER=/usr/bin/python3", "ANSIBLE_PIPELINING="+strconv.FormatBool(r.pipelining))
@@ -263,7 +271,7 @@ func (r *runner) playOutput(playbook string, extra ...string) (time.Duration, st
 		path = filepath.Join(r.root, "bench", "plays", playbook)
 	}
 	args := append(append([]string{path, "-i", r.inventory}, r.vars...), extra...)
-	cmd := exec.Command("ansible-playbook", args...)
+	cmd := exec.Command(r.playbookCmd, args...)
 	cmd.Env = r.env
 	start := time.Now()
 	out, err := cmd.CombinedOutput()
@@ -306,15 +314,71 @@ func (r *runner) alternate(reset func() error, sides ...side) error {
 	return nil
 }
 
+// benchBootstrap measures the hand-off against kubernetes.core, with
+// Debian's Ansible (kubernetes.core 2.4.0) and, given -pypi-venv, with what
+// users install from PyPI today; both sides run with the same ansible-core.
 func (r *runner) benchBootstrap(ctx context.Context) error {
-	fmt.Println("flux_bootstrap vs kubernetes.core: fresh install and idempotent re-run")
+	debian := "Debian: " + pythonBaseline("ansible-playbook", "/usr/lib/python3/dist-packages/ansible_collections", "/usr/bin/python3")
+	if err := r.benchBootstrapWith(ctx, debian); err != nil {
+		return err
+	}
+	if err := r.benchBootstrapFloor(); err != nil {
+		return err
+	}
+	if r.pypiVenv == "" {
+		fmt.Println("  no -pypi-venv: the baseline from PyPI is not measured")
+		return nil
+	}
+	sitePackages, _ := filepath.Glob(filepath.Join(r.pypiVenv, "lib", "python3*", "site-packages"))
+	if len(sitePackages) != 1 {
+		return fmt.Errorf("-pypi-venv %s: no site-packages", r.pypiVenv)
+	}
+	python := filepath.Join(r.pypiVenv, "bin", "python")
+	cmd, env := r.playbookCmd, r.env
+	defer func() { r.playbookCmd, r.env = cmd, env }()
+	r.playbookCmd = filepath.Join(r.pypiVenv, "bin", "ansible-playbook")
+	// Only the venv's collections (its ansible package's) beside ours, and its Python with the
+	// PyPI Kubernetes client for the tasks on localhost.
+	r.env = append(slices.Clone(env), "ANSIBLE_COLLECTIONS_PATH="+r.collections, "ANSIBLE_PYTHON_INTERPRETER="+python)
+	return r.benchBootstrapWith(ctx, "PyPI: "+pythonBaseline(r.playbookCmd, filepath.Join(sitePackages[0], "ansible_collections"), python))
+}
+
+// pythonBaseline names the ansible-core, kubernetes.core and Kubernetes
+// client versions of one Python baseline.
+func pythonBaseline(playbook, collections, python string) string {
+	core := "?"
+	if out, err := exec.Command(playbook, "--version").Output(); err == nil {
+		if m := regexp.MustCompile(`core ([0-9][^\]\s]*)`).FindSubmatch(out); m != nil {
+			core = string(m[1])
+		}
+	}
+	kcore := "?"
+	if raw, err := os.ReadFile(filepath.Join(collections, "kubernetes", "core", "MANIFEST.json")); err == nil {
+		var m struct {
+			Info struct {
+				Version string `json:"version"`
+			} `json:"collection_info"`
+		}
+		if json.Unmarshal(raw, &m) == nil {
+			kcore = m.Info.Version
+		}
+	}
+	client := "?"
+	if out, err := exec.Command(python, "-c", "import kubernetes; print(kubernetes.__version__)").Output(); err == nil {
+		client = strings.TrimSpace(string(out))
+	}
+	return fmt.Sprintf("ansible-core %s, kubernetes.core %s, kubernetes %s", core, kcore, client)
+}
+
+func (r *runner) benchBootstrapWith(ctx context.Context, baseline string) error {
+	fmt.Printf("flux_bootstrap vs kubernetes.core (%s): fresh install and idempotent re-run\n", baseline)
 	// Warm-up, not measured: the first FluxInstance on the bed installs Flux
 	// itself; every measured round then finds Flux's controllers in place.
 	if _, err := r.play("ours_bootstrap.yml"); err != nil {
 		return err
 	}
-	fresh := row{name: "flux_bootstrap, fresh install", note: "operator release, namespaces, 4 Secrets, FluxInstance Ready, source Ready"}
-	rerun := row{name: "flux_bootstrap, idempotent re-run", note: "nothing changes"}
+	fresh := row{name: "flux_bootstrap, fresh install (" + baseline + ")", note: "operator release, namespaces, 4 Secrets, FluxInstance Ready, source Ready"}
+	rerun := row{name: "flux_bootstrap, idempotent re-run (" + baseline + ")", note: "nothing changes"}
 	for i := 0; i < r.rounds; i++ {
 		sides := []struct {
 			playbook string
@@ -339,7 +403,7 @@ func (r *runner) benchBootstrap(ctx context.Context) error {
 		}
 	}
 	r.rows = append(r.rows, fresh, rerun)
-	return r.benchBootstrapFloor()
+	return nil
 }
 
 // benchBootstrapFloor measures the limit the re-run competes with: a play

@@ -161,7 +161,10 @@ def fetch_controller(url, sha256, dest, opener=open_url):
     unless it is there: unpacked into a temporary file beside it, kept only when its sha256 is
     sha256, then renamed; a lock keeps parallel tasks from fetching it twice. Other builds in
     dest's directory are removed. ValueError or OSError (the URL's) say why it failed."""
-    import lzma  # here: only a release's first task needs it
+    try:
+        import lzma  # here: only a release's first task needs it
+    except ImportError as e:
+        raise ValueError("this Python cannot unpack it: %s (a Python built without liblzma)" % e)
 
     directory = os.path.dirname(dest)
     if os.access(dest, os.X_OK):
@@ -185,7 +188,10 @@ def fetch_controller(url, sha256, dest, opener=open_url):
                             chunk = response.read(1 << 20)
                             if not chunk:
                                 raise ValueError("the payload ends early")
-                        data = unpack.decompress(chunk, max_length=1 << 20)
+                        try:
+                            data = unpack.decompress(chunk, max_length=1 << 20)
+                        except lzma.LZMAError as e:
+                            raise ValueError("it is not an xz file: %s" % e)
                         size += len(data)
                         if size > MAX_BINARY_BYTES:
                             raise ValueError("the payload unpacks to more than %d MB" % (MAX_BINARY_BYTES >> 20))

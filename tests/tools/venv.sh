@@ -6,14 +6,21 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 cache="${K3SF_CACHE:-$HOME/.cache/k3s_flux}"
 # An optional name makes a second venv of the same file (sanity: ansible-test installs its own
-# pinned requirements into it, which must not change the one the plays run with).
-venv="$cache/venv-${1:+$1-}$(sha256sum "$root/requirements.txt" | cut -c1-16)"
+# pinned requirements into it, which must not change the one the plays run with); `bench` also
+# installs the file's `#bench:` lines (make bench's second Python baseline). The venv is keyed by
+# the lines it installs, so comments and another venv's lines do not remake it.
+name="${1:-}"
+pins="$(grep -v '^#' "$root/requirements.txt")"
+if [ "$name" = bench ]; then
+  pins="$pins"$'\n'"$(sed -n 's/^#bench: //p' "$root/requirements.txt")"
+fi
+venv="$cache/venv-${name:+$name-}$(printf '%s\n' "$pins" | sha256sum | cut -c1-16)"
 # A venv cannot be moved (its scripts name its path): made in place, marked whole once done.
 if [ ! -e "$venv/.complete" ]; then
   echo "creating $venv from requirements.txt" >&2
   rm -rf "$venv"
   /usr/bin/python3 -m venv "$venv"
-  "$venv/bin/pip" install -q --disable-pip-version-check -r "$root/requirements.txt" >&2
+  "$venv/bin/pip" install -q --disable-pip-version-check -r <(printf '%s\n' "$pins") >&2
   touch "$venv/.complete"
 fi
 echo "$venv"
