@@ -7,6 +7,9 @@ MODULES := $(notdir $(wildcard modules/*))
 # Node modules: a binary each, small (copied to the nodes on every task), for every CPU of a
 # homelab's nodes: plugins/modules/<name> (linux/amd64) and plugins/bin/<os>_<arch>/<name>.
 NODE_MODULES := k3s_config k3s_node k3s_node_info
+# Node modules served by another's binary (named in the args Ansible sends): <module>=<binary>.
+# plugins/modules/<module> links to the binary, for Ansible to find the module.
+NODE_SERVED := k3s_registries=k3s_config
 NODE_PLATFORMS := linux_arm64 linux_arm
 BINARIES := $(addprefix plugins/modules/,$(NODE_MODULES))
 NODE_BINARIES := $(foreach p,$(NODE_PLATFORMS),$(addprefix plugins/bin/$(p)/,$(NODE_MODULES)))
@@ -44,6 +47,7 @@ help: ## List the targets
 
 build: $(BINARIES) $(NODE_BINARIES) $(CONTROLLER_BINARIES) ## Build the binaries: node modules for linux amd64/arm64/armv7, the controller binary for linux and darwin, amd64 and arm64
 	@for m in $(CONTROLLER_MODULES); do ln -sfn ../bin/linux_amd64/controller plugins/modules/$$m; done
+	@for mb in $(NODE_SERVED); do ln -sfn "$${mb#*=}" "plugins/modules/$${mb%%=*}"; done
 	@sha256sum $(BINARIES) $(NODE_BINARIES) $(CONTROLLER_BINARIES) >plugins/bin/SHA256SUMS
 	@ls -lL $(BINARIES) $(NODE_BINARIES) $(CONTROLLER_BINARIES) | awk '{printf "  %-40s %6.2f MB\n", $$9, $$5/1048576}'
 

@@ -628,12 +628,12 @@ func (r *runner) sizes() ([]size, error) {
 	}
 	configPath := filepath.Join(r.dir, "k3s-config.yaml")
 	noop := map[string]map[string]any{
-		"k3s_config":    {"role": "agent", "path": configPath, "token": vars["bench_token"], "server": vars["bench_server"], "config": vars["bench_agent_config"]},
-		"flux_operator": with(map[string]any{"chart_ref": vars["flux_bootstrap_chart_ref"], "chart_version": "0.59.0", "plain_http": true}),
-		"seed_secret":   with(map[string]any{"namespaces": []any{"flux-system", "platform", "apps"}}),
-		"flux_instance": with(map[string]any{"src": vars["flux_bootstrap_instance_src"]}),
-		"flux_status":   kube,
-		"cluster_nodes": kube,
+		"k3s_config":         {"role": "agent", "path": configPath, "token": vars["bench_token"], "server": vars["bench_server"], "config": vars["bench_agent_config"]},
+		"flux_operator":      with(map[string]any{"chart_ref": vars["flux_bootstrap_chart_ref"], "chart_version": "0.59.0", "plain_http": true}),
+		"seed_secret":        with(map[string]any{"namespaces": []any{"flux-system", "platform", "apps"}}),
+		"flux_instance":      with(map[string]any{"src": vars["flux_bootstrap_instance_src"]}),
+		"flux_status_info":   kube,
+		"cluster_nodes_info": kube,
 	}
 	var out []size
 	names := make([]string, 0, len(noop))

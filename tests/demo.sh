@@ -31,9 +31,9 @@ cat <<EOT
 The cluster is handed off to Flux; the second run changed nothing. The test bed keeps running:
   export KUBECONFIG=$root/$generated/kubeconfig
   kubectl get nodes                  (if you have kubectl)
-  just fx get                        (Kustomizations; the flux CLI if present, else flux_status)
+  just fx get                        (Kustomizations; the flux CLI if present, else flux_status_info)
   just fx sources                    (the GitRepository and the revision it serves)
   just ans k8s -i $inventory -e @$(field play_vars) -e @$generated/demo-vars.json --check --diff
-  ansible-doc gitops.k3s_flux.flux_status
+  ansible-doc gitops.k3s_flux.flux_status_info
   make demo-down                     (stops the test bed)
 EOT

@@ -23,7 +23,7 @@ func TestExecuteMulti(t *testing.T) {
 			return r, nil
 		}}
 	}
-	entries := map[string]ansible.Entry{"flux_status": named("flux_status"), "seed_secret": named("seed_secret")}
+	entries := map[string]ansible.Entry{"flux_status_info": named("flux_status_info"), "seed_secret": named("seed_secret")}
 	args := func(content map[string]any) string {
 		path := filepath.Join(t.TempDir(), "args")
 		raw, err := json.Marshal(content)
@@ -44,8 +44,8 @@ func TestExecuteMulti(t *testing.T) {
 		want string
 	}{
 		{"Ansible names it in the args file (FQCN)", []string{"/tmp/x/AnsiballZ_whatever", args(map[string]any{"_ansible_module_name": "gitops.k3s_flux.seed_secret"})}, "seed_secret"},
-		{"Ansible names it in the args file (short)", []string{"controller", args(map[string]any{"_ansible_module_name": "flux_status"})}, "flux_status"},
-		{"a link named after it", []string{"/c/plugins/modules/flux_status", args(map[string]any{})}, "flux_status"},
+		{"Ansible names it in the args file (short)", []string{"controller", args(map[string]any{"_ansible_module_name": "flux_status_info"})}, "flux_status_info"},
+		{"a link named after it", []string{"/c/plugins/modules/flux_status_info", args(map[string]any{})}, "flux_status_info"},
 		{"Ansible's remote copy", []string{"/home/a/.ansible/tmp/x/AnsiballZ_seed_secret", args(map[string]any{})}, "seed_secret"},
 		{"args on standard input", []string{"/n/.cache/gitops.k3s_flux/bin/controller-0123", "-"}, "seed_secret"},
 	} {
@@ -57,5 +57,5 @@ func TestExecuteMulti(t *testing.T) {
 	}
 	res, code := run("/c/plugins/bin/linux_amd64/controller", args(map[string]any{}))
 	assert.Equal(t, 1, code)
-	assert.Equal(t, `this binary serves the modules flux_status, seed_secret, not "controller" (from _ansible_module_name or the program's name)`, res["msg"])
+	assert.Equal(t, `this binary serves the modules flux_status_info, seed_secret, not "controller" (from _ansible_module_name or the program's name)`, res["msg"])
 }

@@ -12,3 +12,8 @@ func TestBadInputs(t *testing.T) {
 	base := map[string]any{"role": "server", "token": testToken, "config": map[string]any{"agent-token": testAgentToken}}
 	ansibletest.CheckBadInputs(t, module, ansibletest.BadInputs(module, base), testToken, testAgentToken)
 }
+
+func TestRegistriesBadInputsFromSpec(t *testing.T) {
+	base := registriesArgsFor("/nonexistent/registries.yaml")
+	ansibletest.CheckBadInputs(t, registriesModule, ansibletest.BadInputs(registriesModule, base), testRegistryPassword, testRegistryToken)
+}

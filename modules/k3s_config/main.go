@@ -1,6 +1,13 @@
-// Command k3s_config is the Ansible module that renders k3s's config.yaml.
+// Command k3s_config is the Ansible modules that render k3s's files on a
+// node: k3s_config (config.yaml) and k3s_registries (registries.yaml), one
+// binary, so that a node receives one.
 package main
 
 import "github.com/gitops-k3s-flux/k3s_flux/internal/ansible"
 
-func main() { ansible.Main(module, run) }
+func main() {
+	ansible.MainMulti(map[string]ansible.Entry{
+		"k3s_config":     {Module: module, Run: run},
+		"k3s_registries": {Module: registriesModule, Run: runRegistries},
+	})
+}

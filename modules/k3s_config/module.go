@@ -168,42 +168,47 @@ func run(_ context.Context, req *ansible.Request) (*ansible.Result, error) {
 		res.Set("node_name", nodeName(a.Config, os.Hostname))
 	}
 
+	return res, converge(req, res, path, content, a.State == "present", a.Backup, redactPair)
+}
+
+// converge makes the file at path hold content (present) or be gone, as
+// both node file modules do: changed and restart_needed from the content
+// (a mode or owner fix alone changes nothing k3s reads), the diff through
+// redactPair, nothing written in check mode, a backup when asked, the write
+// atomic and 0600.
+func converge(req *ansible.Request, res *ansible.Result, path string, content []byte, present, backup bool, redactPair func(before, after string) (string, string)) error {
 	cur, err := readCurrent(path)
 	if err != nil {
-		return res, err
+		return err
 	}
-	var contentChanged bool
-	if a.State == "absent" {
-		contentChanged = cur.Exists
-	} else {
+	contentChanged := cur.Exists
+	if present {
 		contentChanged = !cur.Exists || !bytes.Equal(cur.Content, content)
 	}
-	res.Changed = contentChanged || (a.State == "present" && cur.WrongPerm)
+	res.Changed = contentChanged || (present && cur.WrongPerm)
 	res.Set("restart_needed", contentChanged)
 	if contentChanged {
 		before, after := redactPair(string(cur.Content), string(content))
 		res.Diff = []ansible.Diff{{Before: before, After: after, BeforeHeader: path, AfterHeader: path}}
 	}
 	if !res.Changed || req.CheckMode {
-		return res, nil
+		return nil
 	}
-
-	if contentChanged && cur.Exists && a.Backup {
+	if contentChanged && cur.Exists && backup {
 		name, err := atomicfile.Backup(path, cur.Content, fileMode)
 		if err != nil {
-			return res, err
+			return err
 		}
 		res.Set("backup_file", name)
 	}
 	switch {
-	case a.State == "absent":
-		err = remove(path)
+	case !present:
+		return remove(path)
 	case contentChanged:
-		err = atomicfile.Write(path, bytes.NewReader(content), fileMode)
+		return atomicfile.Write(path, bytes.NewReader(content), fileMode)
 	default:
-		err = fixPermissions(path)
+		return fixPermissions(path)
 	}
-	return res, err
 }
 
 // nodeName is the name k3s gives the node: node-name, else the host name,

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"sort"
 	"strconv"
 	"strings"
 )
@@ -14,33 +13,8 @@ import (
 // encodeYAML renders values (bool, int, string or []string) with keys
 // sorted and lists in block style.
 func encodeYAML(values map[string]any) string {
-	keys := make([]string, 0, len(values))
-	for k := range values {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	var b strings.Builder
-	for _, k := range keys {
-		b.WriteString(k)
-		b.WriteString(":")
-		switch v := values[k].(type) {
-		case bool:
-			b.WriteString(" " + strconv.FormatBool(v) + "\n")
-		case int:
-			b.WriteString(" " + strconv.Itoa(v) + "\n")
-		case string:
-			b.WriteString(" " + yamlString(v) + "\n")
-		case []string:
-			if len(v) == 0 {
-				b.WriteString(" []\n")
-				continue
-			}
-			b.WriteString("\n")
-			for _, item := range v {
-				b.WriteString("  - " + yamlString(item) + "\n")
-			}
-		}
-	}
+	encodeNested(&b, values, "")
 	return b.String()
 }
 

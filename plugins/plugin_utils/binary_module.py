@@ -95,14 +95,18 @@ def platform_of(uname):
     return platform
 
 
+# The binary that serves every controller-side module.
+CONTROLLER = "controller"
+
+
 def binary_path(root, name, platform, multicall=None):
     """Where the binary of module name for platform is in the collection at root; multicall names
-    the binary that serves several modules (the controller-side ones)."""
-    if multicall:
-        return os.path.join(root, "plugins", "bin", platform, multicall)
-    if platform == "linux_amd64":
-        return os.path.join(root, "plugins", "modules", name)
-    return os.path.join(root, "plugins", "bin", platform, name)
+    the binary that serves several modules (the controller binary, or a node module's binary
+    that serves another too: k3s_config serves k3s_registries)."""
+    binary = multicall or name
+    if platform == "linux_amd64" and binary != CONTROLLER:
+        return os.path.join(root, "plugins", "modules", binary)
+    return os.path.join(root, "plugins", "bin", platform, binary)
 
 
 def expected_sha256(root, rel):
@@ -357,7 +361,7 @@ class BinaryModuleAction(ActionBase):
         path = binary_path(COLLECTION_ROOT, name, self._platform, self.MULTICALL)
         if os.path.isfile(path):
             return path, binary_sha256(COLLECTION_ROOT, path)
-        sha256 = expected_sha256(COLLECTION_ROOT, os.path.relpath(path, COLLECTION_ROOT)) if self.MULTICALL else None
+        sha256 = expected_sha256(COLLECTION_ROOT, os.path.relpath(path, COLLECTION_ROOT)) if self.MULTICALL == CONTROLLER else None
         if not sha256:
             raise AnsibleActionFail("module %s has no binary for %s in this collection (%s)" % (name, self._platform, path))
         url = payload_url(COLLECTION_ROOT, self._platform, getattr(self, "_release_url", None))

@@ -56,9 +56,12 @@ func TestBinariesPerPlatform(t *testing.T) {
 		assert.Equal(t, elf.EM_X86_64, f.Machine, name)
 		f.Close()
 	}
-	for _, name := range []string{"cluster_nodes", "flux_instance", "flux_operator", "flux_status", "seed_secret"} {
+	for _, name := range []string{"cluster_nodes_info", "flux_instance", "flux_operator", "flux_status_info", "seed_secret"} {
 		target, err := os.Readlink(filepath.Join(plugins, "modules", name))
 		require.NoError(t, err, name)
 		assert.Equal(t, "../bin/linux_amd64/controller", target, name)
 	}
+	target, err := os.Readlink(filepath.Join(plugins, "modules", "k3s_registries"))
+	require.NoError(t, err)
+	assert.Equal(t, "k3s_config", target, "k3s_registries is served by the k3s_config binary")
 }

@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/gitops-k3s-flux/k3s_flux/tests/bed"
 )
@@ -69,6 +71,9 @@ func TestCNIFromFlux(t *testing.T) {
 
 	t.Run("converge", func(t *testing.T) {
 		r := play()
+		if r.err != nil {
+			logPods(t, kc)
+		}
 		require.NoError(t, r.err, r.output)
 		t.Logf("converge with the CNI from Flux: %s", r.duration.Round(100*time.Millisecond))
 		flat := strings.Join(strings.Fields(r.output), " ")
@@ -99,4 +104,32 @@ func TestCNIFromFlux(t *testing.T) {
 		assert.Equal(t, map[string]int{"node1": 0, "node2": 0, "localhost": 0}, r.changed(), r.output)
 		assert.Contains(t, section(r.output, "Wait until the nodes that were NotReady are Ready"), "skipping: [localhost]")
 	})
+}
+
+// logPods logs every Pod's node, phase and conditions, and the events of
+// flux-system: what a failed wait for Flux leaves to go on.
+func logPods(t *testing.T, kc kubernetes.Interface) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pods, err := kc.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Logf("list pods: %v", err)
+		return
+	}
+	for _, p := range pods.Items {
+		var conds []string
+		for _, c := range p.Status.Conditions {
+			conds = append(conds, fmt.Sprintf("%s=%s %s", c.Type, c.Status, c.Message))
+		}
+		t.Logf("pod %s/%s node=%q phase=%s %s", p.Namespace, p.Name, p.Spec.NodeName, p.Status.Phase, strings.Join(conds, "; "))
+	}
+	events, err := kc.CoreV1().Events("flux-system").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Logf("list events: %v", err)
+		return
+	}
+	for _, e := range events.Items {
+		t.Logf("event %s %s/%s: %s: %s", e.Type, e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Reason, e.Message)
+	}
 }

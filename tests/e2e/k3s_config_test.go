@@ -18,6 +18,8 @@ import (
 const (
 	e2eToken      = "K10e2e-cluster-token-4f1c9a::server:7d2b8e6a"
 	e2eAgentToken = "e2e-agent-token-93b1c7d5"
+	// The private registry's password k3s_registries writes.
+	e2eRegistryPassword = "e2e-registry-pass-4c8a21"
 )
 
 const k3sConfigPlay = `
@@ -33,6 +35,26 @@ const k3sConfigPlay = `
         server: "{{ omit if inventory_hostname in groups['k3s_controllers'] else k3s_server_url }}"
         cluster_init: "{{ true if inventory_hostname in groups['k3s_controllers'] else omit }}"
         config: "{{ k3s_node_config[inventory_hostname] }}"
+`
+
+// registriesPlay renders registries.yaml on every node with the k3s_config
+// binary's second module.
+const registriesPlay = `
+- name: Render the k3s private registries on every node
+  hosts: k3s_cluster
+  gather_facts: false
+  become: true
+  tasks:
+    - name: Render /etc/rancher/k3s/registries.yaml
+      gitops.k3s_flux.k3s_registries:
+        mirrors:
+          docker.io:
+            endpoint: ["{{ mirror }}"]
+        configs:
+          mirror.example.internal:5000:
+            auth:
+              username: k3s
+              password: "{{ registry_password }}"
 `
 
 func nodeConfig(node2Zone, misspelt string) map[string]any {
@@ -60,7 +82,7 @@ func TestK3sConfigOverSSH(t *testing.T) {
 	t.Logf("k3s_config binary: %.2f MB", float64(info.Size())/(1<<20))
 
 	for module, option := range map[string]string{"k3s_config": "cluster_init", "k3s_node": "install_script_sha256", "k3s_node_info": "return_token", "flux_operator": "chart_version",
-		"seed_secret": "universal_auth", "flux_instance": "require_secrets", "flux_status": "wait_for_revision", "cluster_nodes": "names", "k3s_kubeconfig": "cluster_name", "flux_repo_check": "known_hosts"} {
+		"seed_secret": "universal_auth", "flux_instance": "require_secrets", "flux_status_info": "wait_for_revision", "cluster_nodes_info": "names", "k3s_kubeconfig": "cluster_name", "flux_repo_check": "known_hosts", "k3s_registries": "mirrors"} {
 		doc := exec.Command("ansible-doc", "-t", "module", "gitops.k3s_flux."+module)
 		doc.Env = c.env(t)
 		out, err := doc.CombinedOutput()
@@ -160,10 +182,52 @@ func TestK3sConfigOverSSH(t *testing.T) {
 		assert.Equal(t, before, sums())
 	})
 
+	t.Run("k3s_registries: served by the same binary, 0600, idempotent, redacted", func(t *testing.T) {
+		regPlay := filepath.Join(dir, "registries.yml")
+		require.NoError(t, os.WriteFile(regPlay, []byte(registriesPlay), 0o644))
+		reg := func(mirror, password string, args ...string) playResult {
+			r := c.play(t, append([]string{"-vvv", "-i", bed.Inventory, regPlay, "-e", "mirror=" + mirror, "-e", "registry_password=" + password}, args...)...)
+			outputs = append(outputs, r.output)
+			return r
+		}
+		r := reg("https://mirror.example.internal:5000", e2eRegistryPassword)
+		require.NoError(t, r.err, r.output)
+		assert.Equal(t, map[string]int{"node1": 1, "node2": 1, "node3": 1}, r.changed())
+		for _, h := range bed.Hosts {
+			stat, err := h.Exec("stat -c '%a %U %G' /etc/rancher/k3s/registries.yaml")
+			require.NoError(t, err)
+			assert.Equal(t, "600 root root\n", stat, h.Name)
+		}
+		content, err := bed.Host("node2").Exec("cat /etc/rancher/k3s/registries.yaml")
+		require.NoError(t, err)
+		assert.Contains(t, content, "      - https://mirror.example.internal:5000\n")
+		assert.Contains(t, content, "password: "+e2eRegistryPassword+"\n")
+
+		r = reg("https://mirror.example.internal:5000", e2eRegistryPassword)
+		require.NoError(t, r.err, r.output)
+		assert.Equal(t, map[string]int{"node1": 0, "node2": 0, "node3": 0}, r.changed())
+
+		r = reg("https://mirror.example.internal:5000", "another-registry-pass", "--check", "--diff")
+		require.NoError(t, r.err, r.output)
+		assert.Equal(t, map[string]int{"node1": 1, "node2": 1, "node3": 1}, r.changed())
+		assert.Contains(t, r.output, "+      password: <redacted, changed>")
+		assert.NotContains(t, r.output, "another-registry-pass")
+		after, err := bed.Host("node2").Exec("cat /etc/rancher/k3s/registries.yaml")
+		require.NoError(t, err)
+		assert.Equal(t, content, after, "check mode wrote nothing")
+
+		r = reg("mirror.example.internal:5000", e2eRegistryPassword)
+		require.Error(t, r.err)
+		assert.Contains(t, r.output, "mirrors.docker.io.endpoint[0]: expected an http or https URL")
+		after, err = bed.Host("node2").Exec("cat /etc/rancher/k3s/registries.yaml")
+		require.NoError(t, err)
+		assert.Equal(t, content, after, "bad input changed nothing")
+	})
+
 	t.Run("no secret in any -vvv output", func(t *testing.T) {
 		all := strings.Join(outputs, "\n")
 		require.NotEmpty(t, all)
-		for _, secret := range []string{e2eToken, e2eAgentToken} {
+		for _, secret := range []string{e2eToken, e2eAgentToken, e2eRegistryPassword} {
 			assert.NotContains(t, all, secret)
 		}
 		assert.Contains(t, all, "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER", "the token is masked in module_args")

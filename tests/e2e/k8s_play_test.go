@@ -558,6 +558,33 @@ func TestHAPlay(t *testing.T) {
 		t.Logf("HA idempotent re-run: %s", r.duration.Round(100*time.Millisecond))
 		assert.Equal(t, map[string]int{"node1": 0, "node2": 0, "node3": 0, "node4": 0, "localhost": 0}, r.changed(), r.output)
 	})
+
+	t.Run("a registry mirror added later: registries.yaml on every node, k3s restarted to read it", func(t *testing.T) {
+		withRegistries := map[string]any{"k8s_cluster_registries": map[string]any{
+			"mirrors": map[string]any{"docker.io": map[string]any{"endpoint": []string{"https://mirror.example.internal:5000"}}},
+			"configs": map[string]any{"mirror.example.internal:5000": map[string]any{"auth": map[string]any{"username": "k3s", "password": e2eRegistryPassword}}},
+		}}
+		for k, v := range vars {
+			withRegistries[k] = v
+		}
+		r := play(withRegistries)
+		require.NoError(t, r.err, r.output)
+		assert.NotContains(t, r.output, e2eRegistryPassword)
+		restarted := regexp.MustCompile(`(?m)^changed: \[(node\d)\]`).FindAllStringSubmatch(section(r.output, "Install k3s"), -1)
+		assert.Len(t, restarted, 4, "each node's k3s restarted for its new registries.yaml: %s", r.output)
+		for _, h := range b.Hosts.Hosts {
+			stat, err := h.Exec("stat -c '%a %U %G' /etc/rancher/k3s/registries.yaml")
+			require.NoError(t, err)
+			assert.Equal(t, "600 root root\n", stat, h.Name)
+			// What k3s read when it started last (the stand-in reads registries.yaml as k3s does).
+			last, err := h.Exec("tail -n 1 /var/lib/rancher/k3s/standin/invocations.log")
+			require.NoError(t, err)
+			assert.Contains(t, last, `"registry_mirrors":["docker.io"]`, h.Name)
+		}
+		r = play(withRegistries)
+		require.NoError(t, r.err, r.output)
+		assert.Equal(t, map[string]int{"node1": 0, "node2": 0, "node3": 0, "node4": 0, "localhost": 0}, r.changed(), r.output)
+	})
 }
 
 // section is the part of a play's output under the tasks whose name

@@ -41,7 +41,7 @@ func TestRelease(t *testing.T) {
 		assert.FileExists(t, filepath.Join(root, node))
 	}
 
-	// A play on the controller: flux_status with a kubeconfig that is not
+	// A play on the controller: flux_status_info with a kubeconfig that is not
 	// there fails in the binary (so it ran), naming the file.
 	dir := t.TempDir()
 	play := filepath.Join(dir, "status.yml")
@@ -49,7 +49,7 @@ func TestRelease(t *testing.T) {
   connection: local
   gather_facts: false
   tasks:
-    - gitops.k3s_flux.flux_status:
+    - gitops.k3s_flux.flux_status_info:
         kubeconfig: `+filepath.Join(dir, "missing-kubeconfig")+`
 `), 0o644))
 	run := func(env ...string) playResult {
@@ -70,6 +70,16 @@ func TestRelease(t *testing.T) {
 		info, err := os.Stat(kept[0])
 		require.NoError(t, err)
 		assert.Equal(t, os.FileMode(0o700), info.Mode().Perm())
+	})
+
+	t.Run("the names before 0.1.0 still work", func(t *testing.T) {
+		old := filepath.Join(dir, "old-name.yml")
+		raw, err := os.ReadFile(play)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(old, []byte(strings.Replace(string(raw), "flux_status_info", "flux_status", 1)), 0o644))
+		res := runIn(dir, append(c.env(t), cache), "ansible-playbook", "-i", "localhost,", old)
+		require.Error(t, res.err)
+		assert.Contains(t, res.output, "missing-kubeconfig", "redirected to flux_status_info, whose binary ran: %s", res.output)
 	})
 
 	t.Run("a payload of another build is refused", func(t *testing.T) {

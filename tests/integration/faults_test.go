@@ -16,7 +16,7 @@ import (
 )
 
 // The API server going away for 10 s in the middle of a wait (an upgrade,
-// a crash) does not fail flux_instance, cluster_nodes or flux_status: each
+// a crash) does not fail flux_instance, cluster_nodes_info or flux_status_info: each
 // retries until its wait_timeout and succeeds once what it waits for is
 // there. Each wait is made to need something that only happens after the
 // restart, so the blip always lands inside it.
@@ -83,8 +83,8 @@ func TestWaitsSurviveAnAPIServerRestart(t *testing.T) {
 		assert.Contains(t, fmt.Sprint(r.res["progress"]), "the API server did not answer, retrying")
 	})
 
-	t.Run("cluster_nodes waiting for a node", func(t *testing.T) {
-		r := during("cluster_nodes", map[string]any{"names": []any{"worker", "late"}, "wait_timeout": 120}, func() {
+	t.Run("cluster_nodes_info waiting for a node", func(t *testing.T) {
+		r := during("cluster_nodes_info", map[string]any{"names": []any{"worker", "late"}, "wait_timeout": 120}, func() {
 			require.NoError(t, b.AddNode(ctx, "late"))
 		})
 		require.Equal(t, 0, r.code, r.res["msg"])
@@ -94,10 +94,10 @@ func TestWaitsSurviveAnAPIServerRestart(t *testing.T) {
 
 	// Flux's own controllers take a while to come back from the blip (their
 	// watches re-list with backoff): measured 1m54s, hence 300 s.
-	t.Run("flux_status waiting for a revision", func(t *testing.T) {
+	t.Run("flux_status_info waiting for a revision", func(t *testing.T) {
 		sha, err := b.Flux.Git.Commit("after the blip", map[string]string{"infra/configs/settings.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cluster-settings\n  namespace: infra\ndata:\n  greeting: blip\n"})
 		require.NoError(t, err)
-		r := during("flux_status", map[string]any{"wait": true, "wait_for_revision": sha[:12], "wait_timeout": 300}, func() {
+		r := during("flux_status_info", map[string]any{"wait": true, "wait_for_revision": sha[:12], "wait_timeout": 300}, func() {
 			require.NoError(t, b.RequestReconcile(ctx, bed.GitRepositoryGVR, "flux-system", "flux-system"))
 		})
 		if r.code != 0 {

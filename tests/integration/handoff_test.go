@@ -2,7 +2,7 @@
 
 // Package integration runs the cluster modules together against the test
 // bed, in the order the flux_bootstrap role does: flux_operator,
-// seed_secret, flux_instance, flux_status.
+// seed_secret, flux_instance, flux_status_info.
 package integration
 
 import (
@@ -113,14 +113,14 @@ func TestHandOff(t *testing.T) {
 	})
 
 	var revision string
-	t.Run("flux_status reports the hand-off and waits for a revision", func(t *testing.T) {
+	t.Run("flux_status_info reports the hand-off and waits for a revision", func(t *testing.T) {
 		sha, err := b.Flux.Git.Commit("bump settings", map[string]string{"infra/configs/settings.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cluster-settings\n  namespace: infra\ndata:\n  greeting: hi\n"})
 		require.NoError(t, err)
 		require.NoError(t, b.RequestReconcile(ctx, bed.GitRepositoryGVR, "flux-system", "flux-system"))
 		start := time.Now()
-		res, code := call("flux_status", map[string]any{"wait": true, "wait_for_revision": sha[:12], "wait_timeout": 120})
+		res, code := call("flux_status_info", map[string]any{"wait": true, "wait_for_revision": sha[:12], "wait_timeout": 120})
 		require.Equal(t, 0, code, res["msg"])
-		t.Logf("flux_status wait for the pushed revision: %s", time.Since(start).Round(100*time.Millisecond))
+		t.Logf("flux_status_info wait for the pushed revision: %s", time.Since(start).Round(100*time.Millisecond))
 		assert.Equal(t, true, res["ready"])
 		assert.Empty(t, res["failing"])
 		src := res["sources"].([]any)[0].(map[string]any)
@@ -168,7 +168,7 @@ func TestHandOff(t *testing.T) {
 		require.NoError(t, b.RequestReconcile(ctx, bed.GitRepositoryGVR, "flux-system", "flux-system"))
 		var failing string
 		require.Eventually(t, func() bool {
-			res, code := call("flux_status", map[string]any{})
+			res, code := call("flux_status_info", map[string]any{})
 			failing = fmt.Sprint(res["failing"])
 			return code == 0 && strings.Contains(failing, "icon.png")
 		}, 2*time.Minute, time.Second, "kustomize-controller fails on the icon too")
@@ -182,7 +182,7 @@ func TestHandOff(t *testing.T) {
 		assert.Len(t, res["kustomizations"], 4, "the sync and the three Kustomizations of clusters/test")
 
 		require.NoError(t, b.RequestReconcile(ctx, bed.GitRepositoryGVR, "flux-system", "flux-system"))
-		res, code = call("flux_status", map[string]any{"wait": true, "wait_for_revision": sha[:12], "wait_timeout": 120})
+		res, code = call("flux_status_info", map[string]any{"wait": true, "wait_for_revision": sha[:12], "wait_timeout": 120})
 		require.Equal(t, 0, code, res["msg"])
 		assert.Empty(t, res["failing"], "the clean case reconciles")
 
@@ -191,15 +191,15 @@ func TestHandOff(t *testing.T) {
 		require.NoError(t, err)
 	})
 
-	t.Run("flux_status names what fails, and a wait says why", func(t *testing.T) {
+	t.Run("flux_status_info names what fails, and a wait says why", func(t *testing.T) {
 		_, err := b.Flux.Git.Commit("break apps", map[string]string{"apps/broken.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: broken\n  namespace: does-not-exist\n"})
 		require.NoError(t, err)
 		require.NoError(t, b.RequestReconcile(ctx, bed.GitRepositoryGVR, "flux-system", "flux-system"))
 		require.Eventually(t, func() bool {
-			res, code := call("flux_status", map[string]any{})
+			res, code := call("flux_status_info", map[string]any{})
 			return code == 0 && len(res["failing"].([]any)) > 0
 		}, time.Minute, time.Second)
-		res, code := call("flux_status", map[string]any{"wait": true, "wait_timeout": 3})
+		res, code := call("flux_status_info", map[string]any{"wait": true, "wait_timeout": 3})
 		assert.Equal(t, 1, code)
 		assert.Contains(t, res["msg"], "Flux not ready after 3s:")
 		assert.Contains(t, res["msg"], "Kustomization/flux-system/apps")

@@ -20,11 +20,16 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // bedFile is set at build time (-X main.bedFile=...): the test bed's
@@ -86,7 +91,11 @@ func run(args []string) error {
 	}
 	all := append(append([]string{}, cfgArgs...), withoutConfigFlag(args[1:])...)
 	s, parseErr := parseArgs(role, all)
-	record(role, args[1:], cfgArgs, warnings, parseErr)
+	mirrors, regErr := loadRegistries(registriesPath)
+	if parseErr == nil {
+		parseErr = regErr
+	}
+	record(role, args[1:], cfgArgs, warnings, mirrors, parseErr)
 	if parseErr != nil {
 		return parseErr
 	}
@@ -132,7 +141,7 @@ func installedVersion() string {
 
 // record appends what the stand-in was asked to do to its invocation log,
 // with every token value masked.
-func record(role string, cli, fromConfig, warnings []string, parseErr error) {
+func record(role string, cli, fromConfig, warnings, mirrors []string, parseErr error) {
 	mask := func(args []string) []string {
 		out := make([]string, len(args))
 		for i, a := range args {
@@ -147,7 +156,7 @@ func record(role string, cli, fromConfig, warnings []string, parseErr error) {
 		return out
 	}
 	line := map[string]any{"time": time.Now().Format(time.RFC3339Nano), "command": role,
-		"args": mask(cli), "config_args": mask(fromConfig), "warnings": warnings}
+		"args": mask(cli), "config_args": mask(fromConfig), "warnings": warnings, "registry_mirrors": mirrors}
 	if parseErr != nil {
 		line["error"] = parseErr.Error()
 	}
@@ -159,6 +168,39 @@ func record(role string, cli, fromConfig, warnings []string, parseErr error) {
 	}
 	defer f.Close()
 	_, _ = f.Write(append(raw, '\n'))
+}
+
+// registriesPath is where k3s reads its private registry configuration
+// when it starts (--private-registry's default).
+const registriesPath = "/etc/rancher/k3s/registries.yaml"
+
+// loadRegistries reads registries.yaml as k3s does at start: a missing file
+// is no registry configuration, a file that does not parse stops k3s. It
+// returns the mirrored registries, sorted, for the invocation log.
+func loadRegistries(path string) ([]string, error) {
+	raw, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	var doc struct {
+		Mirrors map[string]struct {
+			Endpoint []string          `yaml:"endpoint"`
+			Rewrite  map[string]string `yaml:"rewrite"`
+		} `yaml:"mirrors"`
+		Configs map[string]any `yaml:"configs"`
+	}
+	if err := yaml.Unmarshal(raw, &doc); err != nil {
+		return nil, fmt.Errorf("failed to load private registry configuration %s: %w", path, err)
+	}
+	mirrors := make([]string, 0, len(doc.Mirrors))
+	for host := range doc.Mirrors {
+		mirrors = append(mirrors, host)
+	}
+	sort.Strings(mirrors)
+	return mirrors, nil
 }
 
 // isSecretFlag tells whether a flag's value is a credential.

@@ -6,10 +6,10 @@ import (
 )
 
 var module = &ansible.Module{
-	Name:             "flux_status",
+	Name:             "flux_status_info",
 	ShortDescription: "Report what Flux reconciles: sources, Kustomizations, HelmReleases and what is failing",
 	Description: []string{
-		"Read-only. Lists every Flux source (GitRepository, OCIRepository, HelmRepository, Bucket) with its Ready state and revision, every Kustomization and HelmRelease with its Ready state, reason and C(dependsOn), and the list of what is not Ready.",
+		"An info module: read-only, the same in check mode. (Named C(flux_status) before 0.1.0; that name redirects here.) Lists every Flux source (GitRepository, OCIRepository, HelmRepository, Bucket) with its Ready state and revision, every Kustomization and HelmRelease with its Ready state, reason and C(dependsOn), and the list of what is not Ready.",
 		"With C(wait), waits until nothing is failing (and, with C(wait_for_revision), until the source serves that revision), and on timeout fails with the last conditions and recent events of what is still failing.",
 		"This is what C(just fx sources) and C(just fx failing) show, as results a play can assert on.",
 	},
@@ -33,7 +33,7 @@ var module = &ansible.Module{
 	},
 	Examples: `
 - name: Verify the hand-off
-  gitops.k3s_flux.flux_status:
+  gitops.k3s_flux.flux_status_info:
     kubeconfig: "{{ playbook_dir }}/../.generated/kubeconfig"
     wait: true
     wait_for_revision: "{{ pushed_commit }}"

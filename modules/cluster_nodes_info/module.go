@@ -6,10 +6,10 @@ import (
 )
 
 var module = &ansible.Module{
-	Name:             "cluster_nodes",
+	Name:             "cluster_nodes_info",
 	ShortDescription: "Wait until the cluster's Nodes are Ready, and report them",
 	Description: []string{
-		"Read-only. Lists every Node with its Ready state, roles, kubelet version and internal address.",
+		"An info module: read-only, the same in check mode. (Named C(cluster_nodes) before 0.1.0; that name redirects here.) Lists every Node with its Ready state, roles, kubelet version and internal address.",
 		"With C(names), waits until each named Node exists and is Ready, and on timeout fails naming the Nodes that are missing or not Ready, with their Ready condition.",
 		"With O(wait_for=registered), waits only until each named Node exists: for a cluster whose CNI Flux installs later (k3s with C(flannel-backend: none)), whose Nodes stay NotReady until then; C(not_ready) still lists them.",
 		"Role k8s_cluster runs it last, with the node names k3s_config returned, so a play ends only when every inventory host has joined.",
@@ -27,7 +27,7 @@ var module = &ansible.Module{
 	},
 	Examples: `
 - name: Wait until every node has joined
-  gitops.k3s_flux.cluster_nodes:
+  gitops.k3s_flux.cluster_nodes_info:
     kubeconfig: "{{ playbook_dir }}/../.generated/kubeconfig"
     names: [node1, node2, node3]
   register: cluster

@@ -1,0 +1,464 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible"
+)
+
+// DefaultRegistriesPath is where k3s reads its private registry
+// configuration (containerd's mirrors, rewrites, credentials and TLS).
+const DefaultRegistriesPath = "/etc/rancher/k3s/registries.yaml"
+
+// registriesModule is served by the k3s_config binary (a node already has
+// it: no other binary to send).
+var registriesModule = &ansible.Module{
+	Name:             "k3s_registries",
+	ShortDescription: "Render k3s's private registry configuration (registries.yaml) on a node",
+	Description: []string{
+		"Writes C(/etc/rancher/k3s/registries.yaml): the registry mirrors (endpoints and image name rewrites) and, per registry, the credentials and TLS files containerd uses to pull through k3s.",
+		"Every field is checked against k3s's schema (a misspelt key is named, with the key it is one slip from), endpoints must be http or https URLs, rewrites valid regular expressions, TLS files absolute paths.",
+		"The file is canonical (keys sorted), written atomically, mode 0600 and owned by root, because it holds the registry credentials; C(restart_needed) says when k3s must restart to read it.",
+		"Served by the k3s_config binary: a node needs no Python and receives no other binary.",
+	},
+	Author:    []string{"gitops.k3s_flux maintainers (@gitops-k3s-flux)"},
+	CheckMode: "full",
+	DiffMode:  "full",
+	Platforms: "linux",
+	Notes: []string{
+		"k3s reads registries.yaml only when it starts: act on C(restart_needed) by restarting the k3s service (role k8s_cluster does).",
+		"In diffs the values of C(password), C(token), C(auth) and C(identity_token) are replaced by C(<redacted>), and on the new side by C(<redacted, changed>) where the value changed; nothing derived from them is shown, and they are masked in the result like a no_log option.",
+	},
+	Spec: ansible.Spec{
+		Options: []ansible.Option{
+			{Name: "path", Type: ansible.TypePath, Default: DefaultRegistriesPath,
+				Description: []string{"The registries file."}},
+			{Name: "mirrors", Type: ansible.TypeDict, Default: map[string]any{},
+				Description: []string{"Per registry host (C(docker.io), C(registry.example.com:5000), or C(*) for every registry): C(endpoint), the list of mirror URLs tried in order, and C(rewrite), a dict of regular expression to replacement for the image name."}},
+			{Name: "configs", Type: ansible.TypeDict, Default: map[string]any{}, NoLogValues: registrySecretValues,
+				Description: []string{"Per registry host or mirror endpoint host: C(auth) (C(username), C(password), C(token), C(auth), C(identity_token)) and C(tls) (C(ca_file), C(cert_file), C(key_file), C(insecure_skip_verify)).", "The secret fields are never shown."}},
+			{Name: "state", Default: "present", Choices: []any{"present", "absent"},
+				Description: []string{"C(absent) removes the file."}},
+			{Name: "backup", Type: ansible.TypeBool, Default: false,
+				Description: []string{"Keep a copy of the old file, named C(<file>.<pid>.<timestamp>~), before replacing or removing it."}},
+		},
+	},
+	Examples: `
+- name: Pull Docker Hub images through a local mirror that needs a login
+  gitops.k3s_flux.k3s_registries:
+    mirrors:
+      docker.io:
+        endpoint:
+          - https://registry.example.internal:5000
+    configs:
+      registry.example.internal:5000:
+        auth:
+          username: k3s
+          password: "{{ registry_password }}"
+        tls:
+          ca_file: /etc/ssl/certs/example-ca.pem
+  register: registries
+`,
+	Returns: []ansible.Return{
+		{Name: "path", Description: []string{"The file written or removed."}, Returned: "always", Type: "str", Sample: DefaultRegistriesPath},
+		{Name: "checksum", Description: []string{"sha256 of the rendered content with the secret values left out, so that it cannot be used to test a guessed secret."}, Returned: "when state is present", Type: "str", Sample: "0b5d7c7b3f5a8d0e2c1f4a6b9e8d7c6b5a4f3e2d1c0b9a8f7e6d5c4b3a2f1e0d"},
+		{Name: "restart_needed", Description: []string{"Whether the content k3s reads changed, so the k3s service must restart to use it. A mode or owner fix alone needs no restart."}, Returned: "always", Type: "bool", Sample: true},
+		{Name: "backup_file", Description: []string{"The copy of the old file, when C(backup) made one."}, Returned: "changed and backup is true", Type: "str", Sample: "/etc/rancher/k3s/registries.yaml.4242.2026-12-02@10:00:00~"},
+	},
+}
+
+type registriesArgs struct {
+	Path    string         `json:"path"`
+	Mirrors map[string]any `json:"mirrors"`
+	Configs map[string]any `json:"configs"`
+	State   string         `json:"state"`
+	Backup  bool           `json:"backup"`
+}
+
+// registrySecretKeys are the fields of a config's auth that are secrets.
+var registrySecretKeys = map[string]bool{"password": true, "token": true, "auth": true, "identity_token": true}
+
+// The fields k3s reads, per level (k3s's registries.yaml schema).
+var (
+	mirrorKeys = []string{"endpoint", "rewrite"}
+	configKeys = []string{"auth", "tls"}
+	authKeys   = []string{"username", "password", "token", "auth", "identity_token"}
+	tlsKeys    = []string{"ca_file", "cert_file", "key_file", "insecure_skip_verify"}
+)
+
+// registrySecretValues lists the secret values in a raw configs dict, so
+// they are masked even when validation fails: under auth, or one slip away
+// from a secret field's name anywhere.
+func registrySecretValues(configs any) []string {
+	var out []string
+	switch t := configs.(type) {
+	case map[string]any:
+		for key, v := range t {
+			if isRegistrySecret(key) {
+				out = append(out, ansible.ScalarStrings(v)...)
+			}
+			out = append(out, registrySecretValues(v)...)
+		}
+	case []any:
+		for _, e := range t {
+			out = append(out, registrySecretValues(e)...)
+		}
+	}
+	return out
+}
+
+func isRegistrySecret(key string) bool {
+	for k := range registrySecretKeys {
+		if key == k || ansible.OneSlip(key, k) {
+			return true
+		}
+	}
+	return false
+}
+
+// node is one level of the rendered document: a string, a bool, a list of
+// strings, or a map of nodes.
+type node = any
+
+// validateRegistries checks mirrors and configs against k3s's schema and
+// returns the document to render.
+func validateRegistries(mirrors, configs map[string]any) (map[string]node, error) {
+	doc := map[string]node{}
+	if len(mirrors) > 0 {
+		out := map[string]node{}
+		for host, raw := range mirrors {
+			where := "mirrors." + host
+			if err := checkRegistryHost(where, host); err != nil {
+				return nil, err
+			}
+			m, err := fields(where, raw, mirrorKeys)
+			if err != nil {
+				return nil, err
+			}
+			entry := map[string]node{}
+			if v, ok := m["endpoint"]; ok {
+				endpoints, err := stringList(where+".endpoint", v)
+				if err != nil {
+					return nil, err
+				}
+				for i, e := range endpoints {
+					u, err := url.Parse(e)
+					if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+						return nil, fmt.Errorf("%s.endpoint[%d]: expected an http or https URL such as https://registry.example.com:5000, got %q", where, i, e)
+					}
+				}
+				entry["endpoint"] = endpoints
+			}
+			if v, ok := m["rewrite"]; ok {
+				rewrites, err := fields(where+".rewrite", v, nil)
+				if err != nil {
+					return nil, err
+				}
+				out := map[string]node{}
+				for pattern, replacement := range rewrites {
+					if _, err := regexp.Compile(pattern); err != nil {
+						return nil, fmt.Errorf("%s.rewrite: %q is not a regular expression: %w", where, pattern, err)
+					}
+					s, ok := replacement.(string)
+					if !ok {
+						return nil, fmt.Errorf("%s.rewrite[%q]: expected a string, got %s", where, pattern, typeName(replacement))
+					}
+					out[pattern] = s
+				}
+				entry["rewrite"] = out
+			}
+			out[host] = entry
+		}
+		doc["mirrors"] = out
+	}
+	if len(configs) > 0 {
+		out := map[string]node{}
+		for host, raw := range configs {
+			where := "configs." + host
+			if err := checkRegistryHost(where, host); err != nil {
+				return nil, err
+			}
+			c, err := fields(where, raw, configKeys)
+			if err != nil {
+				return nil, err
+			}
+			entry := map[string]node{}
+			if v, ok := c["auth"]; ok {
+				auth, err := fields(where+".auth", v, authKeys)
+				if err != nil {
+					return nil, err
+				}
+				a := map[string]node{}
+				for k, val := range auth {
+					s, ok := val.(string)
+					if !ok {
+						// Not the value: it may be a secret.
+						return nil, fmt.Errorf("%s.auth.%s: expected a string, got %s", where, k, typeName(val))
+					}
+					a[k] = s
+				}
+				entry["auth"] = a
+			}
+			if v, ok := c["tls"]; ok {
+				tls, err := fields(where+".tls", v, tlsKeys)
+				if err != nil {
+					return nil, err
+				}
+				t := map[string]node{}
+				for k, val := range tls {
+					if k == "insecure_skip_verify" {
+						b, ok := val.(bool)
+						if !ok {
+							return nil, fmt.Errorf("%s.tls.insecure_skip_verify: expected true or false, got %s", where, typeName(val))
+						}
+						t[k] = b
+						continue
+					}
+					s, ok := val.(string)
+					if !ok || !filepath.IsAbs(s) {
+						return nil, fmt.Errorf("%s.tls.%s: expected an absolute path on the node, got %v", where, k, val)
+					}
+					t[k] = s
+				}
+				if _, cert := t["cert_file"]; cert != (t["key_file"] != nil) {
+					return nil, fmt.Errorf("%s.tls: cert_file and key_file go together (a client certificate and its key)", where)
+				}
+				entry["tls"] = t
+			}
+			out[host] = entry
+		}
+		doc["configs"] = out
+	}
+	return doc, nil
+}
+
+// checkRegistryHost accepts host, host:port or "*".
+func checkRegistryHost(where, host string) error {
+	if host == "*" {
+		return nil
+	}
+	u, err := url.Parse("//" + host)
+	if err != nil || u.Host != host || host == "" || strings.ContainsAny(host, "/ ") {
+		return fmt.Errorf("%s: expected a registry host such as docker.io or registry.example.com:5000 (no scheme, no path), got %q", where, host)
+	}
+	return nil
+}
+
+// fields is raw as a dict whose keys are among allowed (any key when
+// allowed is nil); an unknown key is named, with the one it is a slip from.
+func fields(where string, raw any, allowed []string) (map[string]any, error) {
+	m, ok := raw.(map[string]any)
+	if !ok {
+		if raw == nil {
+			return map[string]any{}, nil
+		}
+		return nil, fmt.Errorf("%s: expected a dict, got %s", where, typeName(raw))
+	}
+	if allowed == nil {
+		return m, nil
+	}
+	for k := range m {
+		if !contains(allowed, k) {
+			hint := ""
+			for _, a := range allowed {
+				if ansible.OneSlip(k, a) {
+					hint = fmt.Sprintf(" (did you mean %s?)", a)
+				}
+			}
+			return nil, fmt.Errorf("%s: unknown key %q%s; k3s reads %s", where, k, hint, strings.Join(allowed, ", "))
+		}
+	}
+	return m, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, e := range list {
+		if e == s {
+			return true
+		}
+	}
+	return false
+}
+
+func stringList(where string, raw any) ([]string, error) {
+	switch v := raw.(type) {
+	case string:
+		return []string{v}, nil
+	case []any:
+		out := make([]string, 0, len(v))
+		for i, e := range v {
+			s, ok := e.(string)
+			if !ok {
+				return nil, fmt.Errorf("%s[%d]: expected a string, got %s", where, i, typeName(e))
+			}
+			out = append(out, s)
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("%s: expected a list of URLs, got %s", where, typeName(raw))
+}
+
+func typeName(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case string:
+		return "a string"
+	case bool:
+		return "a boolean"
+	case float64, int, int64, json.Number:
+		return "a number"
+	case []any:
+		return "a list"
+	case map[string]any:
+		return "a dict"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// encodeNested renders a document of maps, lists of strings, strings,
+// booleans and integers, keys sorted, two spaces per level, lists in block
+// style (config.yaml is its flat case).
+func encodeNested(b *strings.Builder, doc map[string]node, indent string) {
+	keys := make([]string, 0, len(doc))
+	for k := range doc {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		b.WriteString(indent + yamlKey(k) + ":")
+		switch v := doc[k].(type) {
+		case map[string]node:
+			if len(v) == 0 {
+				b.WriteString(" {}\n")
+				continue
+			}
+			b.WriteString("\n")
+			encodeNested(b, v, indent+"  ")
+		case []string:
+			if len(v) == 0 {
+				b.WriteString(" []\n")
+				continue
+			}
+			b.WriteString("\n")
+			for _, item := range v {
+				b.WriteString(indent + "  - " + yamlString(item) + "\n")
+			}
+		case bool:
+			b.WriteString(" " + strconv.FormatBool(v) + "\n")
+		case int:
+			b.WriteString(" " + strconv.Itoa(v) + "\n")
+		case string:
+			b.WriteString(" " + yamlString(v) + "\n")
+		}
+	}
+}
+
+// yamlKey writes a key plain when it is safe (docker.io), quoted otherwise
+// (a regular expression, "*", a host with a port).
+func yamlKey(k string) string {
+	if plainSafe(k) && !strings.Contains(k, ":") {
+		return k
+	}
+	return strconv.Quote(k)
+}
+
+func renderRegistries(doc map[string]node) []byte {
+	var b strings.Builder
+	b.WriteString("# Written by gitops.k3s_flux.k3s_registries; k3s reads it when it starts.\n")
+	encodeNested(&b, doc, "")
+	return []byte(b.String())
+}
+
+// registrySecretLine matches "  <secret key>: <value>" at any depth.
+var registrySecretLine = regexp.MustCompile(`^(\s*)(password|token|auth|identity_token):[ \t]+(\S.*)$`)
+
+// redactRegistries replaces the secret values in a registries file's text;
+// mark gets each one's slot (its parent keys) and value. It works on lines,
+// so that a hand-edited file is shown as it is.
+func redactRegistries(content string, mark func(slot, value string) string) string {
+	lines := strings.SplitAfter(content, "\n")
+	var parents []string // the keys opening the blocks above, by depth
+	for i, line := range lines {
+		body := strings.TrimRight(line, "\n")
+		nl := line[len(body):]
+		trimmed := strings.TrimSpace(body)
+		if trimmed == "" || strings.HasPrefix(trimmed, "#") || strings.HasPrefix(trimmed, "-") {
+			continue
+		}
+		depth := (len(body) - len(strings.TrimLeft(body, " "))) / 2
+		if depth < len(parents) {
+			parents = parents[:depth]
+		}
+		if m := registrySecretLine.FindStringSubmatch(body); m != nil {
+			slot := strings.Join(append(append([]string{}, parents...), m[2]), "/")
+			lines[i] = m[1] + m[2] + ": " + mark(slot, parseScalar(m[3])) + nl
+			continue
+		}
+		if key, rest, ok := splitKey(trimmed); ok && strings.TrimSpace(rest) == "" {
+			for len(parents) < depth {
+				parents = append(parents, "")
+			}
+			parents = append(parents[:depth], key)
+		}
+	}
+	return strings.Join(lines, "")
+}
+
+// splitKey splits "key: rest" where key may be double-quoted (a host with
+// a port, a regular expression).
+func splitKey(line string) (key, rest string, ok bool) {
+	if strings.HasPrefix(line, `"`) {
+		end := closingQuote(line)
+		if end < 0 || end+1 >= len(line) || line[end+1] != ':' {
+			return "", "", false
+		}
+		return parseScalar(line[:end+1]), line[end+2:], true
+	}
+	key, rest, ok = strings.Cut(line, ":")
+	return strings.TrimSpace(key), rest, ok
+}
+
+func redactRegistriesPair(before, after string) (string, string) {
+	old := map[string]string{}
+	b := redactRegistries(before, func(slot, value string) string {
+		old[slot] = value
+		return ansible.Redacted
+	})
+	a := redactRegistries(after, func(slot, value string) string {
+		prev, ok := old[slot]
+		return ansible.RedactedAs(ok && prev != value)
+	})
+	return b, a
+}
+
+func runRegistries(_ context.Context, req *ansible.Request) (*ansible.Result, error) {
+	var a registriesArgs
+	if err := req.Decode(&a); err != nil {
+		return nil, err
+	}
+	res := &ansible.Result{}
+	res.Set("path", a.Path)
+	res.Set("restart_needed", false)
+	var content []byte
+	if a.State == "present" {
+		doc, err := validateRegistries(a.Mirrors, a.Configs)
+		if err != nil {
+			return res, err
+		}
+		content = renderRegistries(doc)
+		sum := sha256.Sum256([]byte(redactRegistries(string(content), func(string, string) string { return ansible.Redacted })))
+		res.Set("checksum", hex.EncodeToString(sum[:]))
+	}
+	return res, converge(req, res, a.Path, content, a.State == "present", a.Backup, redactRegistriesPair)
+}
