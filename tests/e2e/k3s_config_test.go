@@ -182,7 +182,9 @@ func TestK3sConfigOverSSH(t *testing.T) {
 		assert.Equal(t, before, sums())
 	})
 
-	t.Run("k3s_registries: served by the same binary, 0600, idempotent, redacted", func(t *testing.T) {
+	// k3s_registries, served by the same binary: 0600, idempotent, redacted (a short name: the
+	// SSH control socket lives under the subtest's temporary directory).
+	t.Run("registries", func(t *testing.T) {
 		regPlay := filepath.Join(dir, "registries.yml")
 		require.NoError(t, os.WriteFile(regPlay, []byte(registriesPlay), 0o644))
 		reg := func(mirror, password string, args ...string) playResult {
