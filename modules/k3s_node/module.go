@@ -31,9 +31,11 @@ var module = &ansible.Module{
 	},
 	Spec: ansible.Spec{
 		Options: []ansible.Option{
-			{Name: "role", Required: true, Choices: []any{"server", "agent"},
+			{Name: "state", Default: "present", Choices: []any{"present", "absent"},
+				Description: []string{"C(absent) takes the node back to bare: k3s's own uninstall scripts (C(k3s-uninstall.sh) on servers, C(k3s-agent-uninstall.sh) on agents, whichever the node has), then C(/etc/rancher/k3s) and C(data_dir) removed if anything is left. C(role) and C(version) are not needed then."}},
+			{Name: "role", Choices: []any{"server", "agent"},
 				Description: []string{"Whether this node runs C(k3s server) (unit C(k3s)) or C(k3s agent) (unit C(k3s-agent))."}},
-			{Name: "version", Required: true, Format: formatK3sVersion,
+			{Name: "version", Format: formatK3sVersion,
 				Description: []string{"The k3s release to have, exactly, such as C(v1.36.2+k3s1)."}},
 			{Name: "install_source", Default: "script", Choices: []any{"script", "airgap"},
 				Description: []string{"C(script): download C(install_script_url) and run it, which downloads k3s. C(airgap): install the C(airgap_*) files."}},
@@ -69,6 +71,7 @@ var module = &ansible.Module{
 				Description: []string{"The admin kubeconfig a server writes (k3s C(write-kubeconfig)), whose credentials C(/readyz) is asked with."}},
 		},
 		RequiredIf: []ansible.RequiredIf{
+			{Key: "state", Value: "present", Requirements: []string{"role", "version"}},
 			{Key: "install_source", Value: "airgap", Requirements: []string{"airgap_binary", "airgap_binary_sha256", "airgap_script", "airgap_script_sha256"}},
 		},
 		RequiredTogether: [][]string{{"airgap_images", "airgap_images_sha256"}},
@@ -157,6 +160,7 @@ func allDigits(s string) bool {
 }
 
 type args struct {
+	State            string `json:"state"`
 	Role             string `json:"role"`
 	Version          string `json:"version"`
 	InstallSource    string `json:"install_source"`
@@ -254,6 +258,9 @@ func run(ctx context.Context, req *ansible.Request, sys k3snode.System, where k3
 		return nil, err
 	}
 	where.DataDir, where.Kubeconfig = a.DataDir, a.KubeconfigPath
+	if a.State == "absent" {
+		return uninstall(ctx, req, sys, where)
+	}
 	if err := checkAirgapArgs(a); err != nil {
 		return nil, err
 	}

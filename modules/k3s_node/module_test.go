@@ -73,6 +73,12 @@ func (f *fakeNode) Run(_ context.Context, env []string, name string, args ...str
 		}
 		return "", nil
 	case "sh":
+		if len(args) == 1 && strings.HasSuffix(args[0], "-uninstall.sh") {
+			// k3s's uninstall script: stops and removes k3s, and itself.
+			f.version = ""
+			f.units = map[string]*k3snode.UnitState{}
+			return "[INFO] removed", os.Remove(args[0])
+		}
 		if f.installErr != nil {
 			return "[ERROR] Download failed", f.installErr
 		}

@@ -585,6 +585,59 @@ func TestHAPlay(t *testing.T) {
 		require.NoError(t, r.err, r.output)
 		assert.Equal(t, map[string]int{"node1": 0, "node2": 0, "node3": 0, "node4": 0, "localhost": 0}, r.changed(), r.output)
 	})
+
+	reset := func(args ...string) playResult {
+		t.Helper()
+		file := filepath.Join(dir, "vars.json")
+		writeJSON(t, file, vars)
+		return c.play(t, append([]string{"-i", b.Hosts.Inventory, filepath.Join(c.root, "playbooks", "reset.yml"), "-e", "@" + file}, args...)...)
+	}
+	bare := func(h *testhosts.Host) error {
+		_, err := h.Exec("test ! -e /usr/local/bin/k3s && test ! -e /etc/rancher/k3s && test ! -e /var/lib/rancher/k3s")
+		return err
+	}
+	// Short subtest names: the SSH control sockets live under the subtest's temporary directory.
+	// Reset asks first: unconfirmed, nothing changes.
+	t.Run("reset unconfirmed", func(t *testing.T) {
+		r := reset()
+		require.Error(t, r.err)
+		assert.Contains(t, r.output, "Not confirmed (answer yes, or set k8s_cluster_reset_confirmed=true); nothing was changed.")
+		for _, h := range b.Hosts.Hosts {
+			assert.Error(t, bare(h), "%s untouched", h.Name)
+		}
+	})
+
+	// Reset takes the hosts back to bare, then the cluster converges again.
+	t.Run("reset then converge", func(t *testing.T) {
+		// As a user types it: just ans reset from a repository with the collection's justfiles,
+		// confirmed to just (--yes answers its prompt); the installed collection's reset play runs.
+		repo := t.TempDir()
+		for _, name := range []string{"justfile", "ans.just", "fx.just"} {
+			raw, err := os.ReadFile(filepath.Join(c.root, name))
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(filepath.Join(repo, name), raw, 0o600))
+		}
+		require.NoError(t, os.WriteFile(filepath.Join(repo, "ansible.cfg"), []byte("[defaults]\ninventory = "+b.Hosts.Inventory+"\n"), 0o600))
+		writeJSON(t, filepath.Join(repo, "vars.json"), vars)
+		r := c.justIn(t, repo, "--yes", "ans", "reset", "-e", "@vars.json")
+		require.NoError(t, r.err, r.output)
+		assert.Contains(t, r.output, "PLAY [Uninstall k3s]")
+		for _, h := range b.Hosts.Hosts {
+			assert.NoError(t, bare(h), "%s bare", h.Name)
+			assert.Equal(t, 1, r.recap[h.Name]["changed"]+map[bool]int{true: -1}[h.Name == "node1"], "%s: %s", h.Name, r.output)
+		}
+		assert.NoFileExists(t, filepath.Join(dir, "kubeconfig"))
+		t.Logf("reset of 3+1 nodes: %s", r.duration.Round(100*time.Millisecond))
+
+		r = reset("-e", "k8s_cluster_reset_confirmed=true")
+		require.NoError(t, r.err, r.output)
+		assert.Equal(t, map[string]int{"node1": 0, "node2": 0, "node3": 0, "node4": 0, "localhost": 0}, r.changed(), "bare already: %s", r.output)
+
+		r = play(vars)
+		require.NoError(t, r.err, r.output)
+		assert.Contains(t, r.output, "node4 Ready <none>")
+		assert.FileExists(t, filepath.Join(dir, "kubeconfig"))
+	})
 }
 
 // section is the part of a play's output under the tasks whose name

@@ -1,0 +1,86 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible"
+	"github.com/gitops-k3s-flux/k3s_flux/internal/k3snode"
+)
+
+// uninstallScripts are the scripts k3s's installer leaves, in the order
+// they run: an agent's, then a server's (a host moved between the roles
+// may have both).
+var uninstallScripts = []string{"k3s-agent-uninstall.sh", "k3s-uninstall.sh"}
+
+// uninstall takes the node back to bare (state absent): k3s's own
+// uninstall scripts, then whatever is left of its config directory and
+// data directory.
+func uninstall(ctx context.Context, req *ansible.Request, sys k3snode.System, where k3snode.Paths) (*ansible.Result, error) {
+	version := k3snode.Version(ctx, sys, where)
+	var scripts, actions []string
+	for _, name := range uninstallScripts {
+		path := filepath.Join(where.BinDir, name)
+		if _, err := os.Stat(path); err == nil {
+			scripts = append(scripts, path)
+			actions = append(actions, "run "+path)
+		}
+	}
+	if len(scripts) == 0 {
+		if _, err := os.Stat(filepath.Join(where.BinDir, "k3s")); err == nil {
+			return nil, fmt.Errorf("k3s is installed in %s but neither %s is there: it was not installed by k3s's script; uninstall it by hand", where.BinDir, strings.Join(uninstallScripts, " nor "))
+		}
+	}
+	dirs := []string{filepath.Dir(where.Kubeconfig), where.DataDir}
+	var left []string
+	for _, d := range dirs {
+		if _, err := os.Lstat(d); err == nil {
+			left = append(left, d)
+			actions = append(actions, "remove what is left of "+d)
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("inspect %s: %w", d, err)
+		}
+	}
+	res := &ansible.Result{Changed: len(actions) > 0}
+	res.Set("previous_version", version)
+	res.Set("version", "")
+	res.Set("service", "")
+	res.Set("actions", nonNil(actions))
+	res.Set("restart_done", false)
+	if !res.Changed {
+		return res, nil
+	}
+	before := "k3s not installed\n"
+	if version != "" {
+		before = "k3s " + version + " installed\n"
+	}
+	res.Diff = []ansible.Diff{{Before: before, After: "k3s not installed, its config and data removed\n", BeforeHeader: "k3s on this node", AfterHeader: "k3s on this node"}}
+	if req.CheckMode {
+		return res, nil
+	}
+	for _, script := range scripts {
+		if out, err := sys.Run(ctx, nil, "sh", script); err != nil {
+			return res, fmt.Errorf("%s: %w: %s", script, err, lastLines(out, 5))
+		}
+	}
+	for _, d := range left {
+		if err := os.RemoveAll(d); err != nil {
+			return res, fmt.Errorf("remove %s: %w", d, err)
+		}
+	}
+	return res, nil
+}
+
+// lastLines is the end of a command's output, for an error message.
+func lastLines(out string, n int) string {
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
