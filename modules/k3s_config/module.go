@@ -168,15 +168,15 @@ func run(_ context.Context, req *ansible.Request) (*ansible.Result, error) {
 		res.Set("node_name", nodeName(a.Config, os.Hostname))
 	}
 
-	return res, converge(req, res, path, content, a.State == "present", a.Backup, redactPair)
+	return res, converge(req, res, path, content, a.State == "present", a.Backup, redactWith)
 }
 
 // converge makes the file at path hold content (present) or be gone, as
 // both node file modules do: changed and restart_needed from the content
 // (a mode or owner fix alone changes nothing k3s reads), the diff through
-// redactPair, nothing written in check mode, a backup when asked, the write
+// redact, nothing written in check mode, a backup when asked, the write
 // atomic and 0600.
-func converge(req *ansible.Request, res *ansible.Result, path string, content []byte, present, backup bool, redactPair func(before, after string) (string, string)) error {
+func converge(req *ansible.Request, res *ansible.Result, path string, content []byte, present, backup bool, redact redactor) error {
 	cur, err := readCurrent(path)
 	if err != nil {
 		return err
@@ -188,7 +188,7 @@ func converge(req *ansible.Request, res *ansible.Result, path string, content []
 	res.Changed = contentChanged || (present && cur.WrongPerm)
 	res.Set("restart_needed", contentChanged)
 	if contentChanged {
-		before, after := redactPair(string(cur.Content), string(content))
+		before, after := redactPairWith(redact, string(cur.Content), string(content))
 		res.Diff = []ansible.Diff{{Before: before, After: after, BeforeHeader: path, AfterHeader: path}}
 	}
 	if !res.Changed || req.CheckMode {

@@ -28,15 +28,20 @@ func redact(content string) string {
 	return redactWith(content, func(string, string) string { return ansible.Redacted })
 }
 
-// redactPair redacts both sides of a diff; on the after side a secret whose
-// value differs from the same key's on the before side says so.
-func redactPair(before, after string) (string, string) {
+// redactor rewrites each secret scalar in a file's text with what mark
+// returns for it; slot names the scalar's place, the same on both sides of
+// a diff. redactWith is config.yaml's, redactRegistries registries.yaml's.
+type redactor func(content string, mark func(slot, value string) string) string
+
+// redactPairWith redacts both sides of a diff; on the after side a secret
+// whose value differs from the same slot's on the before side says so.
+func redactPairWith(redact redactor, before, after string) (string, string) {
 	old := map[string]string{}
-	b := redactWith(before, func(slot, value string) string {
+	b := redact(before, func(slot, value string) string {
 		old[slot] = value
 		return ansible.Redacted
 	})
-	a := redactWith(after, func(slot, value string) string {
+	a := redact(after, func(slot, value string) string {
 		prev, ok := old[slot]
 		return ansible.RedactedAs(ok && prev != value)
 	})

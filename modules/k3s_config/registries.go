@@ -6,9 +6,11 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/url"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -268,7 +270,7 @@ func fields(where string, raw any, allowed []string) (map[string]any, error) {
 		return m, nil
 	}
 	for k := range m {
-		if !contains(allowed, k) {
+		if !slices.Contains(allowed, k) {
 			hint := ""
 			for _, a := range allowed {
 				if ansible.OneSlip(k, a) {
@@ -279,15 +281,6 @@ func fields(where string, raw any, allowed []string) (map[string]any, error) {
 		}
 	}
 	return m, nil
-}
-
-func contains(list []string, s string) bool {
-	for _, e := range list {
-		if e == s {
-			return true
-		}
-	}
-	return false
 }
 
 func stringList(where string, raw any) ([]string, error) {
@@ -381,7 +374,7 @@ func renderRegistries(doc map[string]node) []byte {
 }
 
 // registrySecretLine matches "  <secret key>: <value>" at any depth.
-var registrySecretLine = regexp.MustCompile(`^(\s*)(password|token|auth|identity_token):[ \t]+(\S.*)$`)
+var registrySecretLine = regexp.MustCompile(`^(\s*)(` + strings.Join(slices.Sorted(maps.Keys(registrySecretKeys)), "|") + `):[ \t]+(\S.*)$`)
 
 // redactRegistries replaces the secret values in a registries file's text;
 // mark gets each one's slot (its parent keys) and value. It works on lines,
@@ -429,19 +422,6 @@ func splitKey(line string) (key, rest string, ok bool) {
 	return strings.TrimSpace(key), rest, ok
 }
 
-func redactRegistriesPair(before, after string) (string, string) {
-	old := map[string]string{}
-	b := redactRegistries(before, func(slot, value string) string {
-		old[slot] = value
-		return ansible.Redacted
-	})
-	a := redactRegistries(after, func(slot, value string) string {
-		prev, ok := old[slot]
-		return ansible.RedactedAs(ok && prev != value)
-	})
-	return b, a
-}
-
 func runRegistries(_ context.Context, req *ansible.Request) (*ansible.Result, error) {
 	var a registriesArgs
 	if err := req.Decode(&a); err != nil {
@@ -460,5 +440,5 @@ func runRegistries(_ context.Context, req *ansible.Request) (*ansible.Result, er
 		sum := sha256.Sum256([]byte(redactRegistries(string(content), func(string, string) string { return ansible.Redacted })))
 		res.Set("checksum", hex.EncodeToString(sum[:]))
 	}
-	return res, converge(req, res, a.Path, content, a.State == "present", a.Backup, redactRegistriesPair)
+	return res, converge(req, res, a.Path, content, a.State == "present", a.Backup, redactRegistries)
 }

@@ -140,7 +140,7 @@ func TestRegistriesBadInput(t *testing.T) {
 func TestRegistriesRedactHandEdited(t *testing.T) {
 	before := "# mine\nconfigs:\n  r.example:\n    auth:\n      password: \"old secret\" # comment\n      auth: dXNlcjpwYXNz\n  other:\n    auth:\n      password: same\n"
 	after := "configs:\n  r.example:\n    auth:\n      password: new\n      auth: dXNlcjpwYXNz\n  other:\n    auth:\n      password: same\n"
-	b, a := redactRegistriesPair(before, after)
+	b, a := redactPairWith(redactRegistries, before, after)
 	assert.Equal(t, "# mine\nconfigs:\n  r.example:\n    auth:\n      password: <redacted>\n      auth: <redacted>\n  other:\n    auth:\n      password: <redacted>\n", b)
 	assert.Equal(t, "configs:\n  r.example:\n    auth:\n      password: <redacted, changed>\n      auth: <redacted>\n  other:\n    auth:\n      password: <redacted>\n", a)
 }

@@ -65,7 +65,7 @@ func uninstall(ctx context.Context, req *ansible.Request, sys k3snode.System, wh
 	}
 	for _, script := range scripts {
 		if out, err := sys.Run(ctx, nil, "sh", script); err != nil {
-			return res, fmt.Errorf("%s: %w: %s", script, err, lastLines(out, 5))
+			return res, fmt.Errorf("%s: %w: %s", script, err, k3snode.LastLines(out, 5))
 		}
 	}
 	for _, d := range left {
@@ -74,13 +74,4 @@ func uninstall(ctx context.Context, req *ansible.Request, sys k3snode.System, wh
 		}
 	}
 	return res, nil
-}
-
-// lastLines is the end of a command's output, for an error message.
-func lastLines(out string, n int) string {
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }

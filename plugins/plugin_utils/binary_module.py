@@ -286,7 +286,7 @@ class BinaryModuleAction(ActionBase):
         when the platform is unknown)."""
         result = super().run(tmp, task_vars)
         self._platform = self._target_platform(task_vars or {}, result)
-        self._release_url = self._templar.template((task_vars or {}).get(RELEASE_URL_VAR)) or os.environ.get(RELEASE_URL_ENV)
+        self._task_vars = task_vars or {}
         return result
 
     def _target_platform(self, task_vars, result):
@@ -364,7 +364,9 @@ class BinaryModuleAction(ActionBase):
         sha256 = expected_sha256(COLLECTION_ROOT, os.path.relpath(path, COLLECTION_ROOT)) if self.MULTICALL == CONTROLLER else None
         if not sha256:
             raise AnsibleActionFail("module %s has no binary for %s in this collection (%s)" % (name, self._platform, path))
-        url = payload_url(COLLECTION_ROOT, self._platform, getattr(self, "_release_url", None))
+        # Templated here, for a controller binary the collection does not carry, not for every task.
+        base = self._templar.template(getattr(self, "_task_vars", {}).get(RELEASE_URL_VAR)) or os.environ.get(RELEASE_URL_ENV)
+        url = payload_url(COLLECTION_ROOT, self._platform, base)
         dest = os.path.join(user_cache_dir(), self._platform, cached_name(self.MULTICALL, sha256))
         try:
             fetch_controller(url, sha256, dest)

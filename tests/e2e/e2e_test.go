@@ -22,6 +22,7 @@ import (
 
 	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible/ansibletest"
 	"github.com/gitops-k3s-flux/k3s_flux/tests/bed"
+	"github.com/gitops-k3s-flux/k3s_flux/tests/testhosts"
 )
 
 // collection is an installed copy of the collection built from this tree.
@@ -142,6 +143,15 @@ func (c collection) justIn(t *testing.T, dir string, args ...string) playResult 
 		}
 	}
 	return runIn(dir, env, "just", args...)
+}
+
+// assertRootOnly checks that path on the host is mode 0600 and owned by
+// root: where a file holding a secret must be.
+func assertRootOnly(t *testing.T, h *testhosts.Host, path string) {
+	t.Helper()
+	stat, err := h.Exec("stat -c '%a %U %G' " + path)
+	require.NoError(t, err, h.Name)
+	assert.Equal(t, "600 root root\n", stat, h.Name)
 }
 
 // runIn runs command from dir with env and parses the play recap in its output.

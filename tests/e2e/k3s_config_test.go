@@ -131,9 +131,7 @@ func TestK3sConfigOverSSH(t *testing.T) {
 		require.NoError(t, r.err, r.output)
 		assert.Equal(t, map[string]int{"node1": 1, "node2": 1, "node3": 1}, r.changed())
 		for _, h := range bed.Hosts {
-			stat, err := h.Exec("stat -c '%a %U %G' /etc/rancher/k3s/config.yaml")
-			require.NoError(t, err)
-			assert.Equal(t, "600 root root\n", stat, h.Name)
+			assertRootOnly(t, h, "/etc/rancher/k3s/config.yaml")
 		}
 		server, err := bed.Host("node1").Exec("cat /etc/rancher/k3s/config.yaml")
 		require.NoError(t, err)
@@ -196,9 +194,7 @@ func TestK3sConfigOverSSH(t *testing.T) {
 		require.NoError(t, r.err, r.output)
 		assert.Equal(t, map[string]int{"node1": 1, "node2": 1, "node3": 1}, r.changed())
 		for _, h := range bed.Hosts {
-			stat, err := h.Exec("stat -c '%a %U %G' /etc/rancher/k3s/registries.yaml")
-			require.NoError(t, err)
-			assert.Equal(t, "600 root root\n", stat, h.Name)
+			assertRootOnly(t, h, "/etc/rancher/k3s/registries.yaml")
 		}
 		content, err := bed.Host("node2").Exec("cat /etc/rancher/k3s/registries.yaml")
 		require.NoError(t, err)

@@ -506,11 +506,16 @@ func TestHAPlay(t *testing.T) {
 		"k8s_cluster_airgap_script_sha256": sum(b.K3s.Script),
 		"k8s_cluster_kubeconfig_dest":      filepath.Join(dir, "kubeconfig"),
 	}
-	play := func(v map[string]any) playResult {
+	// run runs one of the collection's plays on the hosts with the variables v.
+	run := func(playbook string, v map[string]any, args ...string) playResult {
 		t.Helper()
 		file := filepath.Join(dir, "vars.json")
 		writeJSON(t, file, v)
-		return c.play(t, "-i", b.Hosts.Inventory, filepath.Join(c.root, "playbooks", "k8s.yml"), "-e", "@"+file)
+		return c.play(t, append([]string{"-i", b.Hosts.Inventory, filepath.Join(c.root, "playbooks", playbook), "-e", "@" + file}, args...)...)
+	}
+	play := func(v map[string]any) playResult {
+		t.Helper()
+		return run("k8s.yml", v)
 	}
 
 	t.Run("a wrong sha256 fails before anything is copied", func(t *testing.T) {
@@ -573,9 +578,7 @@ func TestHAPlay(t *testing.T) {
 		restarted := regexp.MustCompile(`(?m)^changed: \[(node\d)\]`).FindAllStringSubmatch(section(r.output, "Install k3s"), -1)
 		assert.Len(t, restarted, 4, "each node's k3s restarted for its new registries.yaml: %s", r.output)
 		for _, h := range b.Hosts.Hosts {
-			stat, err := h.Exec("stat -c '%a %U %G' /etc/rancher/k3s/registries.yaml")
-			require.NoError(t, err)
-			assert.Equal(t, "600 root root\n", stat, h.Name)
+			assertRootOnly(t, h, "/etc/rancher/k3s/registries.yaml")
 			// What k3s read when it started last (the stand-in reads registries.yaml as k3s does).
 			last, err := h.Exec("tail -n 1 /var/lib/rancher/k3s/standin/invocations.log")
 			require.NoError(t, err)
@@ -588,9 +591,7 @@ func TestHAPlay(t *testing.T) {
 
 	reset := func(args ...string) playResult {
 		t.Helper()
-		file := filepath.Join(dir, "vars.json")
-		writeJSON(t, file, vars)
-		return c.play(t, append([]string{"-i", b.Hosts.Inventory, filepath.Join(c.root, "playbooks", "reset.yml"), "-e", "@" + file}, args...)...)
+		return run("reset.yml", vars, args...)
 	}
 	bare := func(h *testhosts.Host) error {
 		_, err := h.Exec("test ! -e /usr/local/bin/k3s && test ! -e /etc/rancher/k3s && test ! -e /var/lib/rancher/k3s")
