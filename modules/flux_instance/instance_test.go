@@ -103,11 +103,19 @@ func TestInstanceAgainstAnInMemoryCluster(t *testing.T) {
 		c.Put(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "git-deploy-key", Namespace: "flux-system"}})
 	})
 
-	t.Run("applies and waits until the operator reports Ready", func(t *testing.T) {
+	t.Run("applies and waits until the operator reports Ready and the revision", func(t *testing.T) {
 		go func() {
 			for c.Object(instanceGVR, "flux-system", "flux") == nil {
 				time.Sleep(20 * time.Millisecond)
 			}
+			// The operator's conditions patch lands before the rest of the status.
+			markReady(c, true, false)
+			obj := c.Object(instanceGVR, "flux-system", "flux")
+			status := obj.Object["status"].(map[string]any)
+			delete(status, "lastAppliedRevision")
+			delete(status, "components")
+			c.Put(obj)
+			time.Sleep(600 * time.Millisecond)
 			markReady(c, true, false)
 		}()
 		res, code := apply(base("2.9.x"))

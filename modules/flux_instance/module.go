@@ -9,7 +9,7 @@ var module = &ansible.Module{
 	Name:             "flux_instance",
 	ShortDescription: "Apply the FluxInstance (the hand-off to Flux) and wait until Flux is Ready",
 	Description: []string{
-		"Waits for the Flux Operator (its Deployment available, the FluxInstance CRD established), checks that the Secrets the instance needs exist, then server-side applies the FluxInstance from C(src) (for example C(flux/cluster.yaml)) or C(definition), and waits until it is Ready.",
+		"Waits for the Flux Operator (its Deployment available, the FluxInstance CRD established), checks that the Secrets the instance needs exist, then server-side applies the FluxInstance from C(src) (for example C(flux/cluster.yaml)) or C(definition), and waits until it is Ready for its generation with the applied revision in its status.",
 		"Reports the hand-off: the instance's Ready state and reason, the applied Flux revision and the installed components. On timeout it fails with the instance's conditions and recent events, not just \"timed out\".",
 		"The FluxInstance is handled as an unstructured C(fluxcd.controlplane.io/v1) object.",
 		"Applying is idempotent: a second run with the same definition sends no write to the API server (it compares with a server-side dry run).",

@@ -332,16 +332,15 @@ func waitReady(ctx context.Context, c *kube.Clients, obj *unstructured.Unstructu
 			return false, err
 		}
 		last = o
-		r := kube.ReadinessOf(o)
 		// Stalled is terminal: no retry until the spec changes.
 		if cond, stalled := kube.StalledOf(o); stalled {
 			return false, fmt.Errorf("FluxInstance %s/%s is stalled: %s: %s", ns, instanceName, cond.Reason, cond.Message)
 		}
-		return r.Ready, nil
+		return handedOff(o), nil
 	}, kube.Reporter(req.Progress, func() {
 		if last != nil {
 			r := kube.ReadinessOf(last)
-			req.Progress("waiting for FluxInstance %s/%s: Ready=%s %s: %s", ns, instanceName, r.Status, r.Reason, r.Message)
+			req.Progress("waiting for FluxInstance %s/%s: Ready=%s %s: %s (applied revision %q)", ns, instanceName, r.Status, r.Reason, r.Message, appliedRevision(last))
 		}
 	}))
 	if ready {
@@ -355,7 +354,23 @@ func waitReady(ctx context.Context, c *kube.Clients, obj *unstructured.Unstructu
 	if last != nil {
 		r = kube.ReadinessOf(last)
 	}
+	if r.Ready {
+		return last, fmt.Errorf("FluxInstance %s/%s Ready but no applied revision in its status after %s", ns, instanceName, timeout)
+	}
 	return last, fmt.Errorf("FluxInstance %s/%s not Ready after %s: Ready=%s %s: %s", ns, instanceName, timeout, r.Status, r.Reason, r.Message)
+}
+
+// handedOff: Ready for the current generation and the applied revision
+// recorded. The operator patches the conditions apart from the other status
+// fields, so a poll can see Ready=True before lastAppliedRevision and
+// components arrive; returning then would report neither.
+func handedOff(obj *unstructured.Unstructured) bool {
+	return kube.ReadinessOf(obj).Ready && appliedRevision(obj) != ""
+}
+
+func appliedRevision(obj *unstructured.Unstructured) string {
+	rev, _, _ := unstructured.NestedString(obj.Object, "status", "lastAppliedRevision")
+	return rev
 }
 
 // report sets the hand-off results from the instance's status.
@@ -368,8 +383,7 @@ func report(res *ansible.Result, obj *unstructured.Unstructured) {
 	res.Set("ready", r.Ready)
 	res.Set("reason", r.Reason)
 	res.Set("message", r.Message)
-	rev, _, _ := unstructured.NestedString(obj.Object, "status", "lastAppliedRevision")
-	res.Set("last_applied_revision", rev)
+	res.Set("last_applied_revision", appliedRevision(obj))
 	components, _, _ := unstructured.NestedSlice(obj.Object, "status", "components")
 	if components == nil {
 		components = []any{}
