@@ -1,6 +1,6 @@
 // Command controller is the controller-side modules in one binary:
 // cluster_nodes_info, flux_instance, flux_operator, flux_repo_check, flux_status_info,
-// k3s_kubeconfig and seed_secret share client-go and kustomize, so one binary serves them all at the size of the
+// k3s_kubeconfig, node_drain and seed_secret share client-go and kustomize, so one binary serves them all at the size of the
 // largest. Each plugins/modules/<name> is a link to it; it runs the module
 // Ansible names in the args file.
 package main
@@ -13,6 +13,7 @@ import (
 	fluxrepocheck "github.com/gitops-k3s-flux/k3s_flux/modules/flux_repo_check"
 	fluxstatus "github.com/gitops-k3s-flux/k3s_flux/modules/flux_status_info"
 	k3skubeconfig "github.com/gitops-k3s-flux/k3s_flux/modules/k3s_kubeconfig"
+	nodedrain "github.com/gitops-k3s-flux/k3s_flux/modules/node_drain"
 	seedsecret "github.com/gitops-k3s-flux/k3s_flux/modules/seed_secret"
 )
 
@@ -24,6 +25,7 @@ func main() {
 		"flux_repo_check":    fluxrepocheck.Entry,
 		"flux_status_info":   fluxstatus.Entry,
 		"k3s_kubeconfig":     k3skubeconfig.Entry,
+		"node_drain":         nodedrain.Entry,
 		"seed_secret":        seedsecret.Entry,
 		// The names before 0.1.0 (meta/runtime.yml redirects them): a task written with one
 		// sends it as the module's name.

@@ -23,6 +23,8 @@ var module = &ansible.Module{
 				Description: []string{"Nodes that must exist and be Ready."}},
 			ansible.Option{Name: "wait_for", Default: "ready", Choices: []any{"ready", "registered"},
 				Description: []string{"V(ready): the O(names) must be Ready. V(registered): they must exist, Ready or not."}},
+			ansible.Option{Name: "version",
+				Description: []string{"The kubelet version the O(names) must also report, such as C(v1.36.2+k3s1): after an upgrade, a Node counts only once it runs the new version (role k8s_cluster's rolling upgrade waits this way). Empty: any version."}},
 		),
 	},
 	Examples: `
@@ -43,5 +45,6 @@ var module = &ansible.Module{
 			Sample: []any{"node1 Ready control-plane,etcd,master v1.36.2+k3s1 10.0.0.11", "node2 Ready <none> v1.36.2+k3s1 10.0.0.12"}},
 		{Name: "missing", Description: []string{"Names asked for that have no Node."}, Returned: "always", Type: "list", Sample: []any{}},
 		{Name: "not_ready", Description: []string{"Names asked for whose Node is not Ready."}, Returned: "always", Type: "list", Sample: []any{}},
+		{Name: "outdated", Description: []string{"Names asked for whose Node runs another kubelet version than O(version)."}, Returned: "always", Type: "list", Sample: []any{}},
 	},
 }

@@ -21,6 +21,7 @@ type args struct {
 	Wait        bool     `json:"wait"`
 	WaitTimeout int      `json:"wait_timeout"`
 	WaitFor     string   `json:"wait_for"`
+	Version     string   `json:"version"`
 }
 
 // node is one reported Node.
@@ -39,12 +40,13 @@ type report struct {
 	Nodes    []node
 	Missing  []string
 	NotReady []string
+	Outdated []string // names whose kubelet runs another version than asked
 }
 
 // done: every name has a Node and, unless only registration is asked
 // for, every one is Ready.
 func (r report) done(registeredOnly bool) bool {
-	return len(r.Missing) == 0 && (registeredOnly || len(r.NotReady) == 0)
+	return len(r.Missing) == 0 && (registeredOnly || len(r.NotReady) == 0) && len(r.Outdated) == 0
 }
 
 func run(ctx context.Context, req *ansible.Request, connect kube.Connector) (*ansible.Result, error) {
@@ -62,12 +64,12 @@ func run(ctx context.Context, req *ansible.Request, connect kube.Connector) (*an
 		if err != nil {
 			return false, fmt.Errorf("list nodes: %w", err)
 		}
-		rep = compare(list.Items, a.Names)
+		rep = compare(list.Items, a.Names, a.Version)
 		return rep.done(a.WaitFor == "registered"), nil
 	}
 	if a.Wait {
 		_, err = kube.Poll(ctx, 500*time.Millisecond, time.Duration(a.WaitTimeout)*time.Second, check, kube.Reporter(req.Progress, func() {
-			req.Progress("waiting for nodes: missing %v, not Ready %v", rep.Missing, rep.NotReady)
+			req.Progress("waiting for nodes: missing %v, not Ready %v, not on %s %v", rep.Missing, rep.NotReady, a.Version, rep.Outdated)
 		}))
 	} else {
 		_, err = check(ctx)
@@ -80,6 +82,7 @@ func run(ctx context.Context, req *ansible.Request, connect kube.Connector) (*an
 	res.Set("summary", summary(rep.Nodes))
 	res.Set("missing", rep.Missing)
 	res.Set("not_ready", rep.NotReady)
+	res.Set("outdated", rep.Outdated)
 	if rep.done(a.WaitFor == "registered") {
 		return res, nil
 	}
@@ -96,6 +99,11 @@ func notReadyError(a args, rep report) error {
 			why = append(why, fmt.Sprintf("%s not Ready: %s: %s", n.Name, n.Reason, n.Message))
 		}
 	}
+	for _, n := range rep.Nodes {
+		if slices.Contains(rep.Outdated, n.Name) {
+			why = append(why, fmt.Sprintf("%s runs %s, not %s", n.Name, n.Version, a.Version))
+		}
+	}
 	if a.WaitFor == "registered" {
 		return fmt.Errorf("nodes not registered after %ds: %s", a.WaitTimeout, strings.Join(why, "; "))
 	}
@@ -106,8 +114,9 @@ func notReadyError(a args, rep report) error {
 }
 
 // compare reports every Node and which wanted names are missing or not Ready.
-func compare(items []corev1.Node, wanted []string) report {
-	rep := report{Nodes: make([]node, 0, len(items)), Missing: []string{}, NotReady: []string{}}
+// With a version, each wanted Node must also run that kubelet version.
+func compare(items []corev1.Node, wanted []string, version string) report {
+	rep := report{Nodes: make([]node, 0, len(items)), Missing: []string{}, NotReady: []string{}, Outdated: []string{}}
 	byName := map[string]node{}
 	for i := range items {
 		n := toNode(&items[i])
@@ -122,6 +131,9 @@ func compare(items []corev1.Node, wanted []string) report {
 			rep.Missing = append(rep.Missing, name)
 		case !n.Ready:
 			rep.NotReady = append(rep.NotReady, name)
+		}
+		if ok && version != "" && n.Version != version {
+			rep.Outdated = append(rep.Outdated, name)
 		}
 	}
 	return rep

@@ -44,14 +44,18 @@ func TestCompare(t *testing.T) {
 		{"not ready and missing", []string{"node1", "node2", "node3", "node4"}, []string{"node4"}, []string{"node2", "node3"}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rep := compare(items, tc.wanted)
+			rep := compare(items, tc.wanted, "")
 			assert.Equal(t, tc.missing, rep.Missing)
 			assert.Equal(t, tc.notReady, rep.NotReady)
 			assert.Equal(t, tc.ready, rep.done(false))
 			assert.Equal(t, []string{"node1", "node2", "node3"}, names(rep.Nodes), "sorted by name")
 		})
 	}
-	rep := compare(items, nil)
+	upgraded := compare(items, []string{"node1"}, "v1.37.0+k3s1")
+	assert.Equal(t, []string{"node1"}, upgraded.Outdated)
+	assert.False(t, upgraded.done(false), "Ready on the old version is not done")
+	assert.True(t, compare(items, []string{"node1"}, "v1.36.2+k3s1").done(false))
+	rep := compare(items, nil, "")
 	assert.Equal(t, node{Name: "node1", Ready: true, Roles: []string{"control-plane", "master"}, Version: "v1.36.2+k3s1",
 		InternalIP: "10.0.0.1", Reason: "KubeletReady", Message: "ok"}, rep.Nodes[0])
 	assert.Equal(t, "NoReadyCondition", rep.Nodes[2].Reason)
@@ -60,11 +64,14 @@ func TestCompare(t *testing.T) {
 }
 
 func TestNotReadyError(t *testing.T) {
-	rep := compare([]corev1.Node{k8sNode("node2", corev1.ConditionFalse, nil)}, []string{"node1", "node2"})
+	rep := compare([]corev1.Node{k8sNode("node2", corev1.ConditionFalse, nil)}, []string{"node1", "node2"}, "")
 	err := notReadyError(args{Wait: true, WaitTimeout: 5}, rep)
 	assert.EqualError(t, err, "nodes not Ready after 5s: no Node named node1 (nodes: node2); node2 not Ready: KubeletReady: ok")
-	err = notReadyError(args{}, compare(nil, []string{"node1"}))
+	err = notReadyError(args{}, compare(nil, []string{"node1"}, ""))
 	assert.EqualError(t, err, "nodes not Ready: no Node named node1 (nodes: none)")
+	a := args{Wait: true, WaitTimeout: 5, Version: "v1.37.0+k3s1"}
+	err = notReadyError(a, compare([]corev1.Node{k8sNode("node2", corev1.ConditionTrue, nil)}, []string{"node2"}, a.Version))
+	assert.EqualError(t, err, "nodes not Ready after 5s: node2 runs v1.36.2+k3s1, not v1.37.0+k3s1")
 }
 
 func TestSidecarDocs(t *testing.T) {

@@ -57,6 +57,11 @@ var module = &ansible.Module{
 				Description: []string{"sha256 of C(airgap_images), checked on the node before use."}},
 			{Name: "remote_src", Type: ansible.TypeBool, Default: false,
 				Description: []string{"The C(airgap_*) paths are on the node already. When false, the action plugin copies them from the controller into the task's temporary directory, only when an install is needed."}},
+			{Name: "upgrade", Type: ansible.TypeBool, Default: true,
+				Description: []string{"Replace a k3s of another version now. When false, a node that runs another version keeps it (and its unit is enabled, started and restarted as usual) and the result says C(upgrade_pending): role k8s_cluster does this on every node first, then upgrades them one at a time, each drained first.",
+					"A node without k3s, or whose unit is gone, is installed at C(version) either way."}},
+			{Name: "allow_downgrade", Type: ansible.TypeBool, Default: false,
+				Description: []string{"Install C(version) also on a node that runs a newer k3s (upgraded by system-upgrade-controller, say). When false, such a node is left on its version with a warning, and C(newer_installed) says so."}},
 			{Name: "restart", Type: ansible.TypeBool, Default: false,
 				Description: []string{"Restart the unit, because its config changed (k3s_config's C(restart_needed)). Not done when an install just started it."}},
 			{Name: "api_port", Type: ansible.TypeInt, Default: 6443, Positive: true,
@@ -98,6 +103,8 @@ var module = &ansible.Module{
 	Returns: []ansible.Return{
 		{Name: "version", Description: []string{"The k3s version installed after the task (in check mode: that a real run would leave)."}, Returned: "always", Type: "str", Sample: "v1.36.2+k3s1"},
 		{Name: "previous_version", Description: []string{"The k3s version found before the task; empty when there was none."}, Returned: "always", Type: "str", Sample: "v1.35.4+k3s1"},
+		{Name: "upgrade_pending", Description: []string{"The node runs another, older version that C(upgrade=false) left in place."}, Returned: "always", Type: "bool", Sample: false},
+		{Name: "newer_installed", Description: []string{"The node runs a newer version than C(version), left alone (no C(allow_downgrade))."}, Returned: "always", Type: "bool", Sample: false},
 		{Name: "service", Description: []string{"The node's unit."}, Returned: "always", Type: "str", Sample: "k3s"},
 		{Name: "actions", Description: []string{"What the task did (in check mode: would do), in order."}, Returned: "always", Type: "list", Sample: []any{"install k3s v1.36.2+k3s1 with the install script https://get.k3s.io"}},
 		{Name: "restart_done", Description: []string{"Whether the unit was (re)started or installed, so k3s runs with its current config."}, Returned: "always", Type: "bool", Sample: true},
@@ -118,24 +125,8 @@ func init() {
 
 // isK3sVersion accepts v<major>.<minor>.<patch>[-rc<n>]+k3s<n>.
 func isK3sVersion(s string) bool {
-	core, build, ok := strings.Cut(s, "+k3s")
-	if !ok || !strings.HasPrefix(core, "v") || !allDigits(build) {
-		return false
-	}
-	core, rc, hasRC := strings.Cut(core[1:], "-rc")
-	if hasRC && !allDigits(rc) {
-		return false
-	}
-	parts := strings.Split(core, ".")
-	if len(parts) != 3 {
-		return false
-	}
-	for _, p := range parts {
-		if !allDigits(p) {
-			return false
-		}
-	}
-	return true
+	_, ok := k3snode.ParseRelease(s)
+	return ok
 }
 
 func isSHA256(s string) bool {
@@ -148,15 +139,6 @@ func isSHA256(s string) bool {
 		}
 	}
 	return true
-}
-
-func allDigits(s string) bool {
-	for _, c := range s {
-		if c < '0' || c > '9' {
-			return false
-		}
-	}
-	return s != ""
 }
 
 type args struct {
@@ -174,6 +156,8 @@ type args struct {
 	AirgapImagesSHA  string `json:"airgap_images_sha256"`
 	RemoteSrc        bool   `json:"remote_src"`
 	Restart          bool   `json:"restart"`
+	Upgrade          bool   `json:"upgrade"`
+	AllowDowngrade   bool   `json:"allow_downgrade"`
 	APIPort          int    `json:"api_port"`
 	Wait             bool   `json:"wait"`
 	WaitTimeout      int    `json:"wait_timeout"`
@@ -193,6 +177,8 @@ type plan struct {
 	Service, Other string
 	StopOther      bool
 	Install        bool
+	UpgradePending bool // another, older version kept: upgrade is false
+	NewerInstalled bool // a newer version kept: allow_downgrade is false
 	Enable, Start  bool
 	Restart        bool
 }
@@ -201,16 +187,27 @@ func (p plan) changed() bool {
 	return p.StopOther || p.Install || p.Enable || p.Start || p.Restart
 }
 
-func decide(a args, s state) plan {
+func decide(a args, s state) (plan, error) {
 	p := plan{Service: k3snode.Units[a.Role], Other: k3snode.Units[otherRole(a.Role)]}
 	p.StopOther = s.Other.Loaded && (s.Other.Active || s.Other.Enabled)
-	p.Install = s.Version != a.Version || !s.Unit.Loaded
+	another := s.Version != "" && s.Version != a.Version
+	newer := another && !a.AllowDowngrade && k3snode.Newer(s.Version, a.Version)
+	switch {
+	case newer && !s.Unit.Loaded:
+		return p, fmt.Errorf("k3s %s on this node is newer than version %s and its unit %s is gone: set version to %s to repair it, or allow_downgrade to install %s", s.Version, a.Version, p.Service, s.Version, a.Version)
+	case newer:
+		p.NewerInstalled = true
+	case another && !a.Upgrade && s.Unit.Loaded:
+		p.UpgradePending = true
+	default:
+		p.Install = s.Version != a.Version || !s.Unit.Loaded
+	}
 	if !p.Install {
 		p.Enable = !s.Unit.Enabled
 		p.Start = !s.Unit.Active
 		p.Restart = a.Restart && s.Unit.Active
 	}
-	return p
+	return p, nil
 }
 
 func (p plan) actions(a args) []string {
@@ -269,10 +266,18 @@ func run(ctx context.Context, req *ansible.Request, sys k3snode.System, where k3
 	if err != nil {
 		return nil, err
 	}
-	p := decide(a, s)
+	p, err := decide(a, s)
+	if err != nil {
+		return nil, err
+	}
 	res := &ansible.Result{Changed: p.changed()}
 	res.Set("previous_version", s.Version)
 	res.Set("version", s.Version)
+	res.Set("upgrade_pending", p.UpgradePending)
+	res.Set("newer_installed", p.NewerInstalled)
+	if p.NewerInstalled {
+		req.Warn("k3s %s on this node is newer than version %s: left on it, not downgraded (allow_downgrade installs %s)", s.Version, a.Version, a.Version)
+	}
 	res.Set("service", p.Service)
 	res.Set("actions", nonNil(p.actions(a)))
 	res.Set("restart_done", false)
@@ -280,7 +285,11 @@ func run(ctx context.Context, req *ansible.Request, sys k3snode.System, where k3
 		res.Set("version", a.Version)
 	}
 	if p.changed() {
-		after := describe(a.Version, p.Service, k3snode.UnitState{Loaded: true, Enabled: true, Active: true})
+		version := s.Version
+		if p.Install {
+			version = a.Version
+		}
+		after := describe(version, p.Service, k3snode.UnitState{Loaded: true, Enabled: true, Active: true})
 		if p.Restart {
 			after = strings.TrimSuffix(after, "\n") + " (restarted for its new config)\n"
 		}

@@ -166,13 +166,24 @@ func TestConverge(t *testing.T) {
 				f.units["k3s"] = &k3snode.UnitState{Loaded: true, Enabled: true, Active: true}
 			},
 			wantCmds: nil, wantActions: []string{}},
-		{name: "a version that only starts the same: install", role: "server",
+		{name: "a version that only starts the same: install", role: "server", args: map[string]any{"allow_downgrade": true},
 			setup: func(f *fakeNode) {
 				f.version = testVersion + "0"
 				f.units["k3s"] = &k3snode.UnitState{Loaded: true, Enabled: true, Active: true}
 			},
 			wantChanged: true, wantCmds: []string{"download https://get.k3s.io", "sh "},
 			wantActions: []string{"install k3s v1.36.2+k3s1 as k3s with the install script https://get.k3s.io"}},
+		{name: "an older version: upgrade", role: "agent",
+			setup: func(f *fakeNode) {
+				f.version = "v1.35.4+k3s1"
+				f.units["k3s-agent"] = &k3snode.UnitState{Loaded: true, Enabled: true, Active: true}
+			},
+			wantChanged: true, wantCmds: []string{"download https://get.k3s.io", "sh "},
+			wantActions: []string{"install k3s v1.36.2+k3s1 as k3s-agent with the install script https://get.k3s.io"}},
+		{name: "an older version and its unit gone, upgrade false: installed anyway", role: "agent", args: map[string]any{"upgrade": false},
+			setup:       func(f *fakeNode) { f.version = "v1.35.4+k3s1" },
+			wantChanged: true, wantCmds: []string{"download https://get.k3s.io", "sh "},
+			wantActions: []string{"install k3s v1.36.2+k3s1 as k3s-agent with the install script https://get.k3s.io"}},
 		{name: "unit removed: install again", role: "agent",
 			setup:       func(f *fakeNode) { f.version = testVersion },
 			wantChanged: true, wantCmds: []string{"download https://get.k3s.io", "sh "},
@@ -263,6 +274,78 @@ func toAny(s []string) []any {
 		out = append(out, v)
 	}
 	return out
+}
+
+// TestKeepsAnotherVersion: upgrade=false keeps an older k3s for the rolling
+// upgrade, and a newer one is never downgraded unless allowed.
+func TestKeepsAnotherVersion(t *testing.T) {
+	for _, tc := range []struct {
+		name, installed string
+		args            map[string]any
+		unit            *k3snode.UnitState
+		wantChanged     bool
+		wantCmds        []string
+		wantPending     bool
+		wantNewer       bool
+		wantWarning     string
+	}{
+		{name: "older, upgrade false: kept, pending", installed: "v1.35.4+k3s1", args: map[string]any{"upgrade": false},
+			unit: &k3snode.UnitState{Loaded: true, Enabled: true, Active: true}, wantPending: true},
+		{name: "older, upgrade false, config changed: restarted on its version", installed: "v1.35.4+k3s1", args: map[string]any{"upgrade": false, "restart": true},
+			unit: &k3snode.UnitState{Loaded: true, Enabled: true, Active: true}, wantPending: true, wantChanged: true, wantCmds: []string{"systemctl restart k3s.service"}},
+		{name: "older, upgrade false, stopped: started on its version", installed: "v1.35.4+k3s1", args: map[string]any{"upgrade": false},
+			unit: &k3snode.UnitState{Loaded: true, Enabled: true}, wantPending: true, wantChanged: true, wantCmds: []string{"systemctl start k3s.service"}},
+		{name: "newer: kept with a warning", installed: "v1.37.0+k3s1",
+			unit: &k3snode.UnitState{Loaded: true, Enabled: true, Active: true}, wantNewer: true,
+			wantWarning: "k3s v1.37.0+k3s1 on this node is newer than version v1.36.2+k3s1: left on it, not downgraded (allow_downgrade installs v1.36.2+k3s1)"},
+		{name: "newer, allow_downgrade: installed", installed: "v1.36.2+k3s2", args: map[string]any{"allow_downgrade": true},
+			unit: &k3snode.UnitState{Loaded: true, Enabled: true, Active: true}, wantChanged: true, wantCmds: []string{"download https://get.k3s.io", "sh "}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			where := testPaths(t)
+			args := map[string]any{"role": "server"}
+			for k, v := range tc.args {
+				args[k] = v
+			}
+			for _, check := range []bool{true, false} {
+				f := newFakeNode()
+				f.version = tc.installed
+				u := *tc.unit
+				f.units["k3s"] = &u
+				res, code := runOn(t, f, where, with(args, "_ansible_check_mode", check))
+				require.Equal(t, 0, code, res["msg"])
+				assert.Equal(t, tc.wantChanged, res["changed"])
+				assert.Equal(t, tc.wantPending, res["upgrade_pending"])
+				assert.Equal(t, tc.wantNewer, res["newer_installed"])
+				assert.Equal(t, tc.installed, res["previous_version"])
+				if tc.wantWarning != "" {
+					assert.Equal(t, []any{tc.wantWarning}, res["warnings"])
+				}
+				if check {
+					assert.Empty(t, f.changes())
+					continue
+				}
+				require.Len(t, f.changes(), len(tc.wantCmds), "%q", f.changes())
+				for i, want := range tc.wantCmds {
+					assert.True(t, strings.HasPrefix(f.changes()[i], want), "%q does not start with %q", f.changes()[i], want)
+				}
+				if !tc.wantPending && !tc.wantNewer {
+					assert.Equal(t, testVersion, f.version)
+				} else {
+					assert.Equal(t, tc.installed, f.version, "never replaced")
+				}
+			}
+		})
+	}
+
+	t.Run("newer and its unit gone: refused, naming both versions", func(t *testing.T) {
+		f := newFakeNode()
+		f.version = "v1.37.0+k3s1"
+		res, code := runOn(t, f, testPaths(t), map[string]any{"role": "agent"})
+		assert.Equal(t, 1, code)
+		assert.Equal(t, "k3s v1.37.0+k3s1 on this node is newer than version v1.36.2+k3s1 and its unit k3s-agent is gone: set version to v1.37.0+k3s1 to repair it, or allow_downgrade to install v1.36.2+k3s1", res["msg"])
+		assert.Empty(t, f.changes())
+	})
 }
 
 func TestWaitsForReadyz(t *testing.T) {

@@ -5,7 +5,7 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 gate=80
-gated=(cluster_nodes_info flux_instance flux_operator flux_repo_check flux_status_info seed_secret k3s_kubeconfig k3s_node k3s_node_info)
+gated=(cluster_nodes_info flux_instance flux_operator flux_repo_check flux_status_info seed_secret k3s_kubeconfig k3s_node k3s_node_info node_drain)
 cache=/var/cache/k3s_flux-unit
 user=nobody
 

@@ -42,8 +42,8 @@ const ServerVersion = "v1.37.2"
 // Cluster is the in-memory cluster.
 type Cluster struct {
 	// Fail, when set, is asked before every request (verb: get, list,
-	// create, update, delete, patch, apply); an error it returns is the
-	// request's, as from a failing API server.
+	// create, update, delete, patch, apply, evict); an error it returns is
+	// the request's, as from a failing API server.
 	Fail func(verb string, gvr schema.GroupVersionResource, name string) error
 
 	mu      sync.Mutex
@@ -210,6 +210,9 @@ func (c *Cluster) list(gvr schema.GroupVersionResource, ns string, opts metav1.L
 // fieldSet holds the fields the modules select on.
 func fieldSet(o *unstructured.Unstructured) fields.Set {
 	set := fields.Set{"metadata.name": o.GetName(), "metadata.namespace": o.GetNamespace()}
+	if node, ok, _ := unstructured.NestedString(o.Object, "spec", "nodeName"); ok {
+		set["spec.nodeName"] = node
+	}
 	for _, f := range []string{"kind", "name", "namespace"} {
 		if v, ok, _ := unstructured.NestedString(o.Object, "involvedObject", f); ok {
 			set["involvedObject."+f] = v
@@ -561,6 +564,15 @@ func (c *Cluster) typedReaction(action clienttesting.Action) (bool, runtime.Obje
 		}
 		return true, list, meta.SetList(list, objs)
 	case clienttesting.CreateActionImpl:
+		if a.GetSubresource() == "eviction" {
+			// An eviction deletes the Pod unless Fail("evict", ...) refuses it,
+			// as a PodDisruptionBudget would (429).
+			name := a.GetObject().(metav1.Object).GetName()
+			if err := c.fail("evict", gvr, name); err != nil {
+				return true, nil, err
+			}
+			return true, nil, c.delete(gvr, ns, name, isDryRun(a.CreateOptions.DryRun))
+		}
 		u, err = c.create(gvr, ns, toUnstructured(a.GetObject()), isDryRun(a.CreateOptions.DryRun))
 	case clienttesting.UpdateActionImpl:
 		u, err = c.update(gvr, ns, toUnstructured(a.GetObject()), isDryRun(a.UpdateOptions.DryRun))

@@ -1,0 +1,13 @@
+package nodedrain
+
+import (
+	"testing"
+
+	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible/ansibletest"
+)
+
+// No no_log value reaches stdout, whatever shape the arguments take.
+// (Only the echo body: this module's own would reach for a cluster.)
+func FuzzNoLog(f *testing.F) {
+	ansibletest.FuzzNoLog(f, module, nil)
+}

@@ -1,0 +1,189 @@
+package nodedrain
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible"
+	"github.com/gitops-k3s-flux/k3s_flux/internal/kube"
+)
+
+type args struct {
+	kube.Connection
+	Name          string        `json:"name"`
+	State         string        `json:"state"`
+	DeleteOptions deleteOptions `json:"delete_options"`
+}
+
+func run(ctx context.Context, req *ansible.Request, connect kube.Connector) (*ansible.Result, error) {
+	var a args
+	if err := req.Decode(&a); err != nil {
+		return nil, err
+	}
+	clients, err := connect(a.Connection)
+	if err != nil {
+		return nil, err
+	}
+	c := clients.Typed
+	node, err := c.CoreV1().Nodes().Get(ctx, a.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("no Node named %s", a.Name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get node %s: %w", a.Name, err)
+	}
+	wantUnschedulable := a.State != "uncordon"
+	var s sorting
+	if a.State == "drain" {
+		pods, err := c.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("spec.nodeName", a.Name).String()})
+		if err != nil {
+			return nil, fmt.Errorf("list the pods on node %s: %w", a.Name, err)
+		}
+		s = sortPods(pods.Items, a.DeleteOptions)
+		if len(s.Refused) > 0 {
+			return nil, fmt.Errorf("cannot drain node %s, nothing done: %s", a.Name, strings.Join(s.Refused, "; "))
+		}
+	}
+	evicted := podIDs(s.Evict)
+	res := &ansible.Result{Changed: node.Spec.Unschedulable != wantUnschedulable || len(s.Evict) > 0}
+	res.Set("unschedulable", wantUnschedulable)
+	res.Set("evicted", evicted)
+	res.Set("left", nonNil(s.Left))
+	if res.Changed {
+		res.Diff = []ansible.Diff{{Before: describe(a.Name, node.Spec.Unschedulable, evicted), After: describe(a.Name, wantUnschedulable, nil)}}
+	}
+	if req.CheckMode || !res.Changed {
+		return res, nil
+	}
+	if node.Spec.Unschedulable != wantUnschedulable {
+		if err := setUnschedulable(ctx, c, a.Name, wantUnschedulable); err != nil {
+			return res, err
+		}
+	}
+	if len(s.Evict) == 0 {
+		return res, nil
+	}
+	return res, drain(ctx, req, c, a, s.Evict)
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func setUnschedulable(ctx context.Context, c kubernetes.Interface, name string, on bool) error {
+	patch := fmt.Sprintf(`{"spec":{"unschedulable":%t}}`, on)
+	if _, err := c.CoreV1().Nodes().Patch(ctx, name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		verb := "cordon"
+		if !on {
+			verb = "uncordon"
+		}
+		return fmt.Errorf("%s node %s: %w", verb, name, err)
+	}
+	return nil
+}
+
+// drain evicts (or deletes) each Pod, retrying evictions a
+// PodDisruptionBudget holds back, then waits until every one is gone.
+// Both share delete_options.wait_timeout.
+func drain(ctx context.Context, req *ansible.Request, c kubernetes.Interface, a args, pods []corev1.Pod) error {
+	o := a.DeleteOptions
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(o.WaitTimeout)*time.Second)
+	defer cancel()
+	del := metav1.DeleteOptions{}
+	if o.TerminateGracePeriod != nil {
+		grace := int64(*o.TerminateGracePeriod)
+		del.GracePeriodSeconds = &grace
+	}
+	pending := append([]corev1.Pod{}, pods...)
+	for {
+		var held []corev1.Pod
+		var last error
+		for _, p := range pending {
+			if p.DeletionTimestamp != nil {
+				continue
+			}
+			if err := evict(ctx, c, p, del, o.DisableEviction); err != nil {
+				if !apierrors.IsTooManyRequests(err) && !kube.IsTransient(err) {
+					return fmt.Errorf("drain node %s: evict pod %s: %w", a.Name, podID(p), err)
+				}
+				held, last = append(held, p), fmt.Errorf("pod %s: %w", podID(p), err)
+			}
+		}
+		if len(held) == 0 {
+			break
+		}
+		req.Progress("drain %s: evictions held back by a PodDisruptionBudget: %v", a.Name, last)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("drain node %s: not done after %ds: %s", a.Name, o.WaitTimeout, heldBack(held, last))
+		case <-time.After(time.Duration(o.WaitSleep) * time.Second):
+		}
+		pending = held
+	}
+	return waitGone(ctx, req, c, a, pods)
+}
+
+func evict(ctx context.Context, c kubernetes.Interface, p corev1.Pod, del metav1.DeleteOptions, deleteInstead bool) error {
+	del.Preconditions = &metav1.Preconditions{UID: &p.UID}
+	var err error
+	if deleteInstead {
+		err = c.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, del)
+	} else {
+		err = c.PolicyV1().Evictions(p.Namespace).Evict(ctx, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace}, DeleteOptions: &del})
+	}
+	// Gone already, or replaced by a Pod of the same name: nothing to evict.
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return nil
+	}
+	return err
+}
+
+func heldBack(held []corev1.Pod, last error) string {
+	return fmt.Sprintf("%d pod(s) still held back by a PodDisruptionBudget (%s); last: %v", len(held), strings.Join(podIDs(held), ", "), last)
+}
+
+// waitGone polls until no evicted Pod remains (a Pod of the same name with
+// another UID is a replacement, not the one evicted).
+func waitGone(ctx context.Context, req *ansible.Request, c kubernetes.Interface, a args, pods []corev1.Pod) error {
+	var left []string
+	check := func(ctx context.Context) (bool, error) {
+		left = left[:0]
+		for _, p := range pods {
+			cur, err := c.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			if err != nil {
+				return false, err
+			}
+			if cur.UID == p.UID {
+				left = append(left, podID(p))
+			}
+		}
+		return len(left) == 0, nil
+	}
+	done, err := kube.Poll(ctx, 500*time.Millisecond, time.Duration(a.DeleteOptions.WaitTimeout)*time.Second, check, kube.Reporter(req.Progress, func() {
+		req.Progress("drain %s: waiting for %v to terminate", a.Name, left)
+	}))
+	if done {
+		return nil
+	}
+	if err == nil || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("drain node %s: evicted pods still there after %ds: %s", a.Name, a.DeleteOptions.WaitTimeout, strings.Join(left, ", "))
+	}
+	return fmt.Errorf("drain node %s: %w", a.Name, err)
+}
