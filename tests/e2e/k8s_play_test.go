@@ -513,9 +513,9 @@ func TestHAPlay(t *testing.T) {
 		writeJSON(t, file, v)
 		return c.play(t, append([]string{"-i", b.Hosts.Inventory, filepath.Join(c.root, "playbooks", playbook), "-e", "@" + file}, args...)...)
 	}
-	play := func(v map[string]any) playResult {
+	play := func(v map[string]any, args ...string) playResult {
 		t.Helper()
-		return run("k8s.yml", v)
+		return run("k8s.yml", v, args...)
 	}
 
 	t.Run("a wrong sha256 fails before anything is copied", func(t *testing.T) {
@@ -588,6 +588,9 @@ func TestHAPlay(t *testing.T) {
 		require.NoError(t, r.err, r.output)
 		assert.Equal(t, map[string]int{"node1": 0, "node2": 0, "node3": 0, "node4": 0, "localhost": 0}, r.changed(), r.output)
 	})
+
+	// Rolling upgrades, a stopped rollout, no downgrade (upgrade_test.go).
+	testUpgrades(t, b, vars, play)
 
 	reset := func(args ...string) playResult {
 		t.Helper()

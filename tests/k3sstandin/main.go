@@ -15,7 +15,9 @@
 //   - both register their Node with the names, labels, taints and
 //     addresses from their config; kwok then plays the kubelet.
 //
-// `k3s --version` prints the version install.sh was asked to install.
+// `k3s --version` prints the version install.sh was asked to install, and
+// the Node reports it as its kubelet version; a drain of the Node evicts
+// the Pods kwok runs there through the real API server.
 package main
 
 import (

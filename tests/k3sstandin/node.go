@@ -107,7 +107,7 @@ func registerNode(s settings, bed bedInfo, role, name, addr string) error {
 		"spec":     map[string]any{"taints": taints},
 		// On create the status is kept, so kwok finds the addresses
 		// already there and does not put in its own.
-		"status": map[string]any{"addresses": addresses},
+		"status": map[string]any{"addresses": addresses, "nodeInfo": map[string]any{"kubeletVersion": installedVersion()}},
 	}
 	status, _, err := client.do("GET", "/api/v1/nodes/"+name, nil, "")
 	if err != nil {
@@ -123,7 +123,11 @@ func registerNode(s settings, bed bedInfo, role, name, addr string) error {
 	} else if _, body, err := client.do("PATCH", "/api/v1/nodes/"+name, node, "application/merge-patch+json"); err != nil {
 		return fmt.Errorf("update node %s: %w: %s", name, err, body)
 	}
-	patch := map[string]any{"status": map[string]any{"addresses": addresses}}
+	// The kubelet reports the version k3s was installed as (kwok keeps it),
+	// so an upgrade shows on the Node once the new version restarted.
+	version := installedVersion()
+	nodeInfo := map[string]any{"kubeletVersion": version, "kubeProxyVersion": version, "containerRuntimeVersion": "containerd://2.1.5-k3s1"}
+	patch := map[string]any{"status": map[string]any{"addresses": addresses, "nodeInfo": nodeInfo}}
 	if _, body, err := client.do("PATCH", "/api/v1/nodes/"+name+"/status", patch, "application/merge-patch+json"); err != nil {
 		return fmt.Errorf("set addresses of node %s: %w: %s", name, err, body)
 	}
