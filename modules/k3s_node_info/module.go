@@ -2,6 +2,9 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"strings"
 
 	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible"
 	"github.com/gitops-k3s-flux/k3s_flux/internal/k3snode"
@@ -44,6 +47,7 @@ var module = &ansible.Module{
 `,
 	Returns: []ansible.Return{
 		{Name: "version", Description: []string{"The installed k3s version; empty when there is none."}, Returned: "always", Type: "str", Sample: "v1.36.2+k3s1"},
+		{Name: "hostname", Description: []string{"The host name in lower case: the name k3s registers the node under when its config sets no C(node-name)."}, Returned: "always", Type: "str", Sample: "node1"},
 		{Name: "units", Description: []string{"The state of each k3s unit."}, Returned: "always", Type: "dict",
 			Sample: map[string]any{"k3s": map[string]any{"loaded": true, "enabled": true, "active": true}, "k3s-agent": map[string]any{"loaded": false, "enabled": false, "active": false}}},
 		{Name: "token", Description: []string{"The node token. A secret."}, Returned: "when return_token is true", Type: "str", Sample: "K10<sha256>::server:<secret>"},
@@ -75,11 +79,16 @@ func run(ctx context.Context, req *ansible.Request, sys k3snode.System, where k3
 		units[name] = u
 	}
 	res.Set("units", units)
+	// k3s's node name when the config sets no node-name.
+	host, err := os.Hostname()
+	if err != nil {
+		return res, fmt.Errorf("read the host name: %w", err)
+	}
+	res.Set("hostname", strings.ToLower(host))
 	// Both files are read before either is returned: a failed read returns
 	// no secret, so its message can be shown (the action plugin hides a
 	// result that holds one).
 	var token, kubeconfig string
-	var err error
 	if a.ReturnToken {
 		if token, err = k3snode.Token(where); err != nil {
 			return res, err

@@ -7,12 +7,12 @@ import (
 
 var module = &ansible.Module{
 	Name:             "node_drain",
-	ShortDescription: "Cordon, drain or uncordon a Node, respecting PodDisruptionBudgets",
+	ShortDescription: "Cordon, drain, uncordon or remove a Node, respecting PodDisruptionBudgets",
 	Description: []string{
 		"V(cordon) marks the Node unschedulable. V(drain) cordons it and then evicts its Pods as C(kubectl drain) does: through the Eviction API, so a PodDisruptionBudget that allows no disruption now holds the eviction back, retried until O(delete_options.wait_timeout); then it waits until the evicted Pods are gone. V(uncordon) makes it schedulable again.",
 		"Mirror (static) Pods are left alone; DaemonSet Pods are left when O(delete_options.ignore_daemonsets) is true and refused otherwise; a Pod no controller owns is refused unless O(delete_options.force); a Pod with an emptyDir volume is refused unless O(delete_options.delete_emptydir_data). A refusal names every such Pod and changes nothing (the Node is not cordoned either).",
 		"Idempotent: a cordoned Node with nothing left to evict is unchanged. In check mode nothing is written; the result lists the Pods a real run would evict, and the diff shows the Node before and after.",
-		"Role k8s_cluster drains each node this way before its rolling upgrade and uncordons it once it is Ready on the new version. Named and shaped after kubernetes.core.k8s_drain.",
+		"Role k8s_cluster drains each node this way before its rolling upgrade and uncordons it once it is Ready on the new version; playbook remove_node drains and deletes a node with V(absent). Named and shaped after kubernetes.core.k8s_drain.",
 	},
 	Author:    []string{"gitops.k3s_flux maintainers (@gitops-k3s-flux)"},
 	CheckMode: "full",
@@ -21,8 +21,8 @@ var module = &ansible.Module{
 		Options: append(kube.ConnectionOptions(),
 			ansible.Option{Name: "name", Required: true, Format: ansible.FormatObjectName,
 				Description: []string{"The Node."}},
-			ansible.Option{Name: "state", Default: "drain", Choices: []any{"drain", "cordon", "uncordon"},
-				Description: []string{"What to do with the Node."}},
+			ansible.Option{Name: "state", Default: "drain", Choices: []any{"drain", "cordon", "uncordon", "absent"},
+				Description: []string{"What to do with the Node. V(absent) drains it as V(drain) does, then deletes the Node object and waits until it is gone (k3s holds a server's Node until it removed its etcd member); a missing Node is already absent."}},
 			ansible.Option{Name: "delete_options", Type: ansible.TypeDict, Default: map[string]any{},
 				Description: []string{"How V(drain) treats the Node's Pods."},
 				Options: []ansible.Option{
@@ -60,7 +60,7 @@ var module = &ansible.Module{
     state: uncordon
 `,
 	Returns: []ansible.Return{
-		{Name: "unschedulable", Description: []string{"Whether the Node is cordoned after the task (in check mode: would be)."}, Returned: "always", Type: "bool", Sample: true},
+		{Name: "unschedulable", Description: []string{"Whether the Node is cordoned after the task (in check mode: would be); with V(absent), until it was deleted."}, Returned: "always", Type: "bool", Sample: true},
 		{Name: "evicted", Description: []string{"The Pods evicted (in check mode: that would be), as namespace/name."}, Returned: "always", Type: "list", Sample: []any{"default/web-7d9c-abcde"}},
 		{Name: "left", Description: []string{"The Pods left on the Node and why, as C(namespace/name (DaemonSet)) or C(namespace/name (mirror Pod))."}, Returned: "always", Type: "list", Sample: []any{"kube-system/svclb-traefik-x2x9k (DaemonSet)"}},
 	},

@@ -37,6 +37,13 @@ func run(ctx context.Context, req *ansible.Request, connect kube.Connector) (*an
 	}
 	c := clients.Typed
 	node, err := c.CoreV1().Nodes().Get(ctx, a.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) && a.State == "absent" {
+		res := &ansible.Result{}
+		res.Set("unschedulable", false)
+		res.Set("evicted", []string{})
+		res.Set("left", []string{})
+		return res, nil
+	}
 	if apierrors.IsNotFound(err) {
 		return nil, fmt.Errorf("no Node named %s", a.Name)
 	}
@@ -45,7 +52,7 @@ func run(ctx context.Context, req *ansible.Request, connect kube.Connector) (*an
 	}
 	wantUnschedulable := a.State != "uncordon"
 	var s sorting
-	if a.State == "drain" {
+	if a.State == "drain" || a.State == "absent" {
 		pods, err := c.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("spec.nodeName", a.Name).String()})
 		if err != nil {
 			return nil, fmt.Errorf("list the pods on node %s: %w", a.Name, err)
@@ -56,12 +63,16 @@ func run(ctx context.Context, req *ansible.Request, connect kube.Connector) (*an
 		}
 	}
 	evicted := podIDs(s.Evict)
-	res := &ansible.Result{Changed: node.Spec.Unschedulable != wantUnschedulable || len(s.Evict) > 0}
+	res := &ansible.Result{Changed: node.Spec.Unschedulable != wantUnschedulable || len(s.Evict) > 0 || a.State == "absent"}
 	res.Set("unschedulable", wantUnschedulable)
 	res.Set("evicted", evicted)
 	res.Set("left", nonNil(s.Left))
 	if res.Changed {
-		res.Diff = []ansible.Diff{{Before: describe(a.Name, node.Spec.Unschedulable, evicted), After: describe(a.Name, wantUnschedulable, nil)}}
+		after := describe(a.Name, wantUnschedulable, nil)
+		if a.State == "absent" {
+			after = fmt.Sprintf("node %s: absent\n", a.Name)
+		}
+		res.Diff = []ansible.Diff{{Before: describe(a.Name, node.Spec.Unschedulable, evicted), After: after}}
 	}
 	if req.CheckMode || !res.Changed {
 		return res, nil
@@ -71,10 +82,42 @@ func run(ctx context.Context, req *ansible.Request, connect kube.Connector) (*an
 			return res, err
 		}
 	}
-	if len(s.Evict) == 0 {
-		return res, nil
+	if len(s.Evict) > 0 {
+		if err := drain(ctx, req, c, a, s.Evict); err != nil {
+			return res, err
+		}
 	}
-	return res, drain(ctx, req, c, a, s.Evict)
+	if a.State == "absent" {
+		return res, deleteNode(ctx, req, c, a, node)
+	}
+	return res, nil
+}
+
+// deleteNode deletes the drained Node and waits until it is gone: k3s
+// holds a server's Node with a finalizer until its etcd member is removed.
+func deleteNode(ctx context.Context, req *ansible.Request, c kubernetes.Interface, a args, node *corev1.Node) error {
+	err := c.CoreV1().Nodes().Delete(ctx, a.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &node.UID}})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete node %s: %w", a.Name, err)
+	}
+	var finalizers []string
+	done, err := kube.Poll(ctx, 250*time.Millisecond, time.Duration(a.DeleteOptions.WaitTimeout)*time.Second, func(ctx context.Context) (bool, error) {
+		n, err := c.CoreV1().Nodes().Get(ctx, a.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		if err == nil {
+			finalizers = n.Finalizers
+		}
+		return false, err
+	}, kube.Reporter(req.Progress, func() { req.Progress("waiting for node %s to go: finalizers %v", a.Name, finalizers) }))
+	if done {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("delete node %s: %w", a.Name, err)
+	}
+	return fmt.Errorf("node %s deleted but still there after %ds, held by finalizers %v (k3s removes a server's etcd member first: is k3s running on another server?)", a.Name, a.DeleteOptions.WaitTimeout, finalizers)
 }
 
 func nonNil(s []string) []string {

@@ -164,6 +164,23 @@ func TestDrainAgainstAnInMemoryCluster(t *testing.T) {
 		assert.NotNil(t, c.Object(podsGVR, "apps", "web-2"))
 	})
 
+	t.Run("absent: check mode, then drained and deleted, then nothing", func(t *testing.T) {
+		res, code := apply(map[string]any{"name": "node3", "state": "absent", "delete_options": opts, "_ansible_check_mode": true, "_ansible_diff": true})
+		require.Equal(t, 0, code, res["msg"])
+		assert.Equal(t, true, res["changed"])
+		assert.Equal(t, "node node3: absent\n", res["diff"].(map[string]any)["after"])
+		assert.NotNil(t, c.Object(nodesGVR, "", "node3"))
+		res, code = apply(map[string]any{"name": "node3", "state": "absent", "delete_options": opts})
+		require.Equal(t, 0, code, res["msg"])
+		assert.Equal(t, true, res["changed"])
+		assert.Equal(t, []any{"apps/web-2"}, res["evicted"])
+		assert.Nil(t, c.Object(nodesGVR, "", "node3"))
+		assert.Nil(t, c.Object(podsGVR, "apps", "web-2"))
+		res, code = apply(map[string]any{"name": "node3", "state": "absent"})
+		require.Equal(t, 0, code, res["msg"])
+		assert.Equal(t, false, res["changed"])
+	})
+
 	t.Run("an unknown Node is named", func(t *testing.T) {
 		res, code := apply(map[string]any{"name": "node9", "state": "uncordon"})
 		assert.Equal(t, 1, code)

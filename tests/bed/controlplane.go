@@ -140,7 +140,11 @@ func startControlPlane(ctx context.Context, dir, addr string, hostIPs []net.IP) 
 	kwok, err := startProcess("kwok", filepath.Join(logs, "kwok.log"), nil, true, bins["kwok"],
 		"--kubeconfig="+cp.kubeconfig, "--config="+stages,
 		"--manage-all-nodes=false", "--manage-nodes-with-annotation-selector="+KwokNodeAnnotation+"=fake",
-		"--server-address=127.0.0.1:0", "--node-ip="+addr)
+		"--server-address=127.0.0.1:0", "--node-ip="+addr,
+		// Node Leases, renewed as a kubelet renews them: without them the node lifecycle
+		// controller goes by status heartbeats, which kwok puts off whenever the Node changes
+		// (a cordon, a k3s restart), and marks a busy Node's Pods NotReady for good.
+		"--node-lease-duration-seconds=40")
 	if err != nil {
 		return cp, err
 	}

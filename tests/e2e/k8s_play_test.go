@@ -642,6 +642,12 @@ func TestHAPlay(t *testing.T) {
 		assert.Contains(t, r.output, "node4 Ready <none>")
 		assert.FileExists(t, filepath.Join(dir, "kubeconfig"))
 	})
+
+	// Removing nodes (remove_test.go), last: it leaves the cluster smaller.
+	testRemoveNode(t, b, func(args ...string) playResult {
+		t.Helper()
+		return run("remove_node.yml", vars, args...)
+	})
 }
 
 // section is the part of a play's output under the tasks whose name

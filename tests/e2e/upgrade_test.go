@@ -29,7 +29,8 @@ func workload(t *testing.T, kc kubernetes.Interface, name string, replicas int32
 	t.Helper()
 	ctx := context.Background()
 	labels := map[string]string{"app": name}
-	spec := corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}}}
+	grace := int64(1) // kwok keeps an evicted Pod for its whole grace period
+	spec := corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}}, TerminationGracePeriodSeconds: &grace}
 	budget := policyv1.PodDisruptionBudgetSpec{Selector: &metav1.LabelSelector{MatchLabels: labels}}
 	if node != "" {
 		spec.NodeSelector = map[string]string{"kubernetes.io/hostname": node}
@@ -95,6 +96,34 @@ func (w *cordonWatch) done() (int, []string) {
 	return w.most, w.order
 }
 
+// logDisruption logs the Pods, where they run and whether they are going,
+// and each PodDisruptionBudget's status: what a held-back drain waited on.
+func logDisruption(t *testing.T, kc kubernetes.Interface) {
+	t.Helper()
+	logPods(t, kc)
+	ctx := context.Background()
+	if pods, err := kc.CoreV1().Pods("default").List(ctx, metav1.ListOptions{}); err == nil {
+		for _, p := range pods.Items {
+			t.Logf("pod %s deleting=%v", p.Name, p.DeletionTimestamp)
+		}
+	}
+	if pdbs, err := kc.PolicyV1().PodDisruptionBudgets("default").List(ctx, metav1.ListOptions{}); err == nil {
+		for _, p := range pdbs.Items {
+			t.Logf("pdb %s: %+v", p.Name, p.Status)
+		}
+	}
+	if nodes, err := kc.CoreV1().Nodes().List(ctx, metav1.ListOptions{}); err == nil {
+		for _, n := range nodes.Items {
+			t.Logf("node %s unschedulable=%v taints=%v conditions=%+v", n.Name, n.Spec.Unschedulable, n.Spec.Taints, n.Status.Conditions)
+		}
+	}
+	if events, err := kc.CoreV1().Events("default").List(ctx, metav1.ListOptions{}); err == nil {
+		for _, e := range events.Items {
+			t.Logf("event %s %s %s/%s: %s: %s", e.LastTimestamp, e.Type, e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Reason, e.Message)
+		}
+	}
+}
+
 // nodeVersions is each Node's kubelet version and whether it is cordoned.
 func nodeVersions(t *testing.T, kc kubernetes.Interface) map[string]string {
 	t.Helper()
@@ -148,6 +177,9 @@ func testUpgrades(t *testing.T, b *bed.Bed, vars map[string]any, play func(map[s
 		w := watchCordons(kc)
 		r := play(with("k8s_cluster_k3s_version", v2))
 		most, order := w.done()
+		if r.err != nil {
+			logDisruption(t, kc)
+		}
 		require.NoError(t, r.err, r.output)
 		t.Logf("rolling upgrade of 3+1 nodes: %s", r.duration.Round(100*time.Millisecond))
 		assert.Equal(t, 1, most, "one node unschedulable at a time")
@@ -170,16 +202,22 @@ func testUpgrades(t *testing.T, b *bed.Bed, vars map[string]any, play func(map[s
 
 	t.Run("upgrade stops", func(t *testing.T) {
 		workload(t, kc, "pinned", 1, "node3")
-		r := play(with("k8s_cluster_k3s_version", v3, "k8s_cluster_drain_options", map[string]any{"ignore_daemonsets": true, "wait_timeout": 3, "wait_sleep": 1}))
+		r := play(with("k8s_cluster_k3s_version", v3, "k8s_cluster_drain_options", map[string]any{"ignore_daemonsets": true, "wait_timeout": 30, "wait_sleep": 1}))
 		require.Error(t, r.err)
+		if !strings.Contains(r.output, "failed at 'Drain the node before its upgrade': drain node node3") {
+			logDisruption(t, kc)
+		}
 		r.output = strings.Join(strings.Fields(r.output), " ")
-		assert.Contains(t, r.output, "The upgrade of node3 (Node node3) from "+v2+" to "+v3+" failed at 'Drain the node before its upgrade': drain node node3: not done after 3s: 1 pod(s) still held back by a PodDisruptionBudget (default/pinned-", r.output)
+		assert.Contains(t, r.output, "The upgrade of node3 (Node node3) from "+v2+" to "+v3+" failed at 'Drain the node before its upgrade': drain node node3: not done after 30s: 1 pod(s) still held back by a PodDisruptionBudget (default/pinned-", r.output)
 		assert.Contains(t, r.output, "The rollout stopped there: no other node of this step and every agent stay on their version, and the Node node3 is left cordoned.")
 		assert.Equal(t, map[string]string{"node1": v3, "node2": v3, "node3": v2 + " cordoned", "node4": v2}, nodeVersions(t, kc))
 
 		// Once the budget allows it, a re-run carries on where the rollout stopped.
 		require.NoError(t, kc.PolicyV1().PodDisruptionBudgets("default").Delete(context.Background(), "pinned", metav1.DeleteOptions{}))
 		r = play(with("k8s_cluster_k3s_version", v3))
+		if r.err != nil {
+			logDisruption(t, kc)
+		}
 		require.NoError(t, r.err, r.output)
 		assert.Equal(t, all(v3), nodeVersions(t, kc))
 		assert.Equal(t, 0, r.changed()["node1"]+r.changed()["node2"], "the upgraded servers untouched: %s", r.output)

@@ -17,7 +17,9 @@
 //
 // `k3s --version` prints the version install.sh was asked to install, and
 // the Node reports it as its kubelet version; a drain of the Node evicts
-// the Pods kwok runs there through the real API server.
+// the Pods kwok runs there through the real API server. A server that runs
+// etcd is a member of the modelled member list until its Node is deleted
+// (etcd.go).
 package main
 
 import (

@@ -101,9 +101,13 @@ func registerNode(s settings, bed bedInfo, role, name, addr string) error {
 	if pending {
 		annotations[cniPendingAnnotation] = "pending"
 	}
+	metadata := map[string]any{"name": name, "labels": labels, "annotations": annotations}
+	if role == "server" && etcdMember(s) {
+		metadata["finalizers"] = []string{etcdFinalizer}
+	}
 	node := map[string]any{
 		"apiVersion": "v1", "kind": "Node",
-		"metadata": map[string]any{"name": name, "labels": labels, "annotations": annotations},
+		"metadata": metadata,
 		"spec":     map[string]any{"taints": taints},
 		// On create the status is kept, so kwok finds the addresses
 		// already there and does not put in its own.

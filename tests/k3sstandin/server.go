@@ -87,6 +87,16 @@ func runServer(s settings, bed bedInfo) error {
 	if err := registerNode(s, bed, "server", name, addr); err != nil {
 		return err
 	}
+	if etcdMember(s) {
+		client, err := apiClient(bed)
+		if err != nil {
+			return err
+		}
+		if err := joinEtcd(client, name, addr); err != nil {
+			return err
+		}
+		go removeDeletedMembers(client)
+	}
 	fmt.Fprintf(os.Stderr, "k3s stand-in server %s running; API server at https://127.0.0.1:%s and https://%s:%s\n", name, port, addr, port)
 	waitForSignal()
 	for _, l := range listeners {
@@ -264,7 +274,7 @@ func writeKubeconfig(s settings, bed bedInfo, ca *pki.CA) error {
 		}
 		mode = os.FileMode(n)
 	}
-	cert, key, err := ca.Issue("system:admin", []string{"system:masters"}, nil, nil)
+	cert, key, err := adminCertificate(s.str("data-dir", defaultDataDir), ca)
 	if err != nil {
 		return err
 	}
@@ -277,6 +287,29 @@ func writeKubeconfig(s settings, bed bedInfo, ca *pki.CA) error {
 		return err
 	}
 	return os.Chmod(path, mode)
+}
+
+// adminCertificate is the admin client certificate and key, issued once and
+// kept under server/tls as k3s keeps client-admin.crt: a restart (an upgrade)
+// writes the same kubeconfig again.
+func adminCertificate(dataDir string, ca *pki.CA) (cert, key []byte, err error) {
+	dir := filepath.Join(dataDir, "server", "tls")
+	certPath, keyPath := filepath.Join(dir, "client-admin.crt"), filepath.Join(dir, "client-admin.key")
+	cert, certErr := os.ReadFile(certPath)
+	key, keyErr := os.ReadFile(keyPath)
+	if certErr == nil && keyErr == nil {
+		return cert, key, nil
+	}
+	if cert, key, err = ca.Issue("system:admin", []string{"system:masters"}, nil, nil); err != nil {
+		return nil, nil, err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, nil, err
+	}
+	if err := os.WriteFile(certPath, cert, 0o644); err != nil {
+		return nil, nil, err
+	}
+	return cert, key, os.WriteFile(keyPath, key, 0o600)
 }
 
 func kubeconfig(server, ca, cert, key string) string {
