@@ -270,9 +270,14 @@ func run(ctx context.Context, req *ansible.Request, sys k3snode.System, where k3
 	if err != nil {
 		return nil, err
 	}
+	// The version the node has after the task (in check mode: would have).
+	after := s.Version
+	if p.Install {
+		after = a.Version
+	}
 	res := &ansible.Result{Changed: p.changed()}
 	res.Set("previous_version", s.Version)
-	res.Set("version", s.Version)
+	res.Set("version", after)
 	res.Set("upgrade_pending", p.UpgradePending)
 	res.Set("newer_installed", p.NewerInstalled)
 	if p.NewerInstalled {
@@ -281,20 +286,13 @@ func run(ctx context.Context, req *ansible.Request, sys k3snode.System, where k3
 	res.Set("service", p.Service)
 	res.Set("actions", nonNil(p.actions(a)))
 	res.Set("restart_done", false)
-	if p.Install {
-		res.Set("version", a.Version)
-	}
 	if p.changed() {
-		version := s.Version
-		if p.Install {
-			version = a.Version
-		}
-		after := describe(version, p.Service, k3snode.UnitState{Loaded: true, Enabled: true, Active: true})
+		described := describe(after, p.Service, k3snode.UnitState{Loaded: true, Enabled: true, Active: true})
 		if p.Restart {
-			after = strings.TrimSuffix(after, "\n") + " (restarted for its new config)\n"
+			described = strings.TrimSuffix(described, "\n") + " (restarted for its new config)\n"
 		}
 		res.Diff = []ansible.Diff{{
-			Before: describe(s.Version, p.Service, s.Unit), After: after,
+			Before: describe(s.Version, p.Service, s.Unit), After: described,
 			BeforeHeader: "k3s on this node", AfterHeader: "k3s on this node",
 		}}
 	}

@@ -38,11 +38,7 @@ func run(ctx context.Context, req *ansible.Request, connect kube.Connector) (*an
 	c := clients.Typed
 	node, err := c.CoreV1().Nodes().Get(ctx, a.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) && a.State == "absent" {
-		res := &ansible.Result{}
-		res.Set("unschedulable", false)
-		res.Set("evicted", []string{})
-		res.Set("left", []string{})
-		return res, nil
+		return result(false, false, sorting{}), nil
 	}
 	if apierrors.IsNotFound(err) {
 		return nil, fmt.Errorf("no Node named %s", a.Name)
@@ -62,17 +58,13 @@ func run(ctx context.Context, req *ansible.Request, connect kube.Connector) (*an
 			return nil, fmt.Errorf("cannot drain node %s, nothing done: %s", a.Name, strings.Join(s.Refused, "; "))
 		}
 	}
-	evicted := podIDs(s.Evict)
-	res := &ansible.Result{Changed: node.Spec.Unschedulable != wantUnschedulable || len(s.Evict) > 0 || a.State == "absent"}
-	res.Set("unschedulable", wantUnschedulable)
-	res.Set("evicted", evicted)
-	res.Set("left", nonNil(s.Left))
+	res := result(node.Spec.Unschedulable != wantUnschedulable || len(s.Evict) > 0 || a.State == "absent", wantUnschedulable, s)
 	if res.Changed {
 		after := describe(a.Name, wantUnschedulable, nil)
 		if a.State == "absent" {
 			after = fmt.Sprintf("node %s: absent\n", a.Name)
 		}
-		res.Diff = []ansible.Diff{{Before: describe(a.Name, node.Spec.Unschedulable, evicted), After: after}}
+		res.Diff = []ansible.Diff{{Before: describe(a.Name, node.Spec.Unschedulable, podIDs(s.Evict)), After: after}}
 	}
 	if req.CheckMode || !res.Changed {
 		return res, nil
@@ -120,11 +112,14 @@ func deleteNode(ctx context.Context, req *ansible.Request, c kubernetes.Interfac
 	return fmt.Errorf("node %s deleted but still there after %ds, held by finalizers %v (k3s removes a server's etcd member first: is k3s running on another server?)", a.Name, a.DeleteOptions.WaitTimeout, finalizers)
 }
 
-func nonNil(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
+// result is the module's result: the Node cordoned or not afterwards, the
+// Pods evicted and the Pods left (lists, never null).
+func result(changed, unschedulable bool, s sorting) *ansible.Result {
+	res := &ansible.Result{Changed: changed}
+	res.Set("unschedulable", unschedulable)
+	res.Set("evicted", podIDs(s.Evict))
+	res.Set("left", append([]string{}, s.Left...))
+	return res
 }
 
 func setUnschedulable(ctx context.Context, c kubernetes.Interface, name string, on bool) error {

@@ -27,16 +27,11 @@ func etcdMember(s settings) bool {
 
 // joinEtcd adds this server to the member list.
 func joinEtcd(client *apiClientT, name, addr string) error {
-	status, _, err := client.do("GET", etcdMembersPath, nil, "")
-	if err != nil {
-		return err
-	}
-	if status == http.StatusNotFound {
-		cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "k3s-etcd-members", "namespace": "kube-system"}}
-		// Two servers starting at once: the other one's create is as good as ours.
-		if st, body, err := client.do("POST", "/api/v1/namespaces/kube-system/configmaps", cm, "application/json"); err != nil && st != http.StatusConflict {
-			return fmt.Errorf("create etcd member list: %w: %s", err, body)
-		}
+	// Created by the first server; for the others (or two starting at once)
+	// it exists already, which is as good.
+	cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "k3s-etcd-members", "namespace": "kube-system"}}
+	if status, body, err := client.do("POST", "/api/v1/namespaces/kube-system/configmaps", cm, "application/json"); err != nil && status != http.StatusConflict {
+		return fmt.Errorf("create etcd member list: %w: %s", err, body)
 	}
 	patch := map[string]any{"data": map[string]any{name: "https://" + addr + ":2380"}}
 	if _, body, err := client.do("PATCH", etcdMembersPath, patch, "application/merge-patch+json"); err != nil {

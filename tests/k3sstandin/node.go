@@ -73,7 +73,7 @@ func registerNode(s settings, bed bedInfo, role, name, addr string) error {
 	if role == "server" {
 		labels["node-role.kubernetes.io/control-plane"] = "true"
 		labels["node-role.kubernetes.io/master"] = "true"
-		if s.bool("cluster-init") || s.str("server", "") != "" {
+		if etcdMember(s) {
 			labels["node-role.kubernetes.io/etcd"] = "true"
 		}
 	}
@@ -101,6 +101,10 @@ func registerNode(s settings, bed bedInfo, role, name, addr string) error {
 	if pending {
 		annotations[cniPendingAnnotation] = "pending"
 	}
+	// The kubelet reports the version k3s was installed as (kwok keeps it),
+	// so an upgrade shows on the Node once the new version restarted.
+	version := installedVersion()
+	nodeInfo := map[string]any{"kubeletVersion": version, "kubeProxyVersion": version, "containerRuntimeVersion": "containerd://2.1.5-k3s1"}
 	metadata := map[string]any{"name": name, "labels": labels, "annotations": annotations}
 	if role == "server" && etcdMember(s) {
 		metadata["finalizers"] = []string{etcdFinalizer}
@@ -111,7 +115,7 @@ func registerNode(s settings, bed bedInfo, role, name, addr string) error {
 		"spec":     map[string]any{"taints": taints},
 		// On create the status is kept, so kwok finds the addresses
 		// already there and does not put in its own.
-		"status": map[string]any{"addresses": addresses, "nodeInfo": map[string]any{"kubeletVersion": installedVersion()}},
+		"status": map[string]any{"addresses": addresses, "nodeInfo": nodeInfo},
 	}
 	status, _, err := client.do("GET", "/api/v1/nodes/"+name, nil, "")
 	if err != nil {
@@ -127,10 +131,6 @@ func registerNode(s settings, bed bedInfo, role, name, addr string) error {
 	} else if _, body, err := client.do("PATCH", "/api/v1/nodes/"+name, node, "application/merge-patch+json"); err != nil {
 		return fmt.Errorf("update node %s: %w: %s", name, err, body)
 	}
-	// The kubelet reports the version k3s was installed as (kwok keeps it),
-	// so an upgrade shows on the Node once the new version restarted.
-	version := installedVersion()
-	nodeInfo := map[string]any{"kubeletVersion": version, "kubeProxyVersion": version, "containerRuntimeVersion": "containerd://2.1.5-k3s1"}
 	patch := map[string]any{"status": map[string]any{"addresses": addresses, "nodeInfo": nodeInfo}}
 	if _, body, err := client.do("PATCH", "/api/v1/nodes/"+name+"/status", patch, "application/merge-patch+json"); err != nil {
 		return fmt.Errorf("set addresses of node %s: %w: %s", name, err, body)
