@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"sync"
 	"testing"
 	"time"
 
@@ -121,6 +122,21 @@ func Up(ctx context.Context, opts Options) (b *Bed, err error) {
 	return b, nil
 }
 
+// failures holds the reports of the beds whose tests failed.
+var failures struct {
+	sync.Mutex
+	reports []string
+}
+
+// FailureReports are the reports (Report) of the beds whose tests failed,
+// for a TestMain to print again at the very end of the run, where CI's
+// excerpt of a failed run looks.
+func FailureReports() []string {
+	failures.Lock()
+	defer failures.Unlock()
+	return append([]string{}, failures.reports...)
+}
+
 // Start brings a test bed up for a test and tears it down after it.
 func Start(t testing.TB, opts Options) *Bed {
 	t.Helper()
@@ -134,6 +150,13 @@ func Start(t testing.TB, opts Options) *Bed {
 		t.Fatalf("test bed: %v", err)
 	}
 	t.Cleanup(func() {
+		if t.Failed() {
+			report := fmt.Sprintf("the test bed of %s as %s failed:\n%s", opts.Name, t.Name(), b.Report(8))
+			t.Log(report)
+			failures.Lock()
+			failures.reports = append(failures.reports, report)
+			failures.Unlock()
+		}
 		if err := b.Down(); err != nil {
 			t.Errorf("test bed down: %v", err)
 		}

@@ -34,15 +34,6 @@ type controlPlane struct {
 	procs      []*Process
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
 // startControlPlane brings the control plane up on addr and waits until
 // the API server is ready and the default service account exists.
 func startControlPlane(ctx context.Context, dir, addr string, hostIPs []net.IP) (cp *controlPlane, err error) {

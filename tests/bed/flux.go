@@ -116,13 +116,7 @@ func (f *Flux) RestartOperator() error {
 func (f *Flux) LogTails(n int) string {
 	var b strings.Builder
 	for _, p := range f.procs {
-		raw, err := os.ReadFile(p.Log)
-		if err != nil {
-			fmt.Fprintf(&b, "== %s: %v\n", p.Name, err)
-			continue
-		}
-		lines := strings.Split(strings.TrimRight(string(raw), "\n"), "\n")
-		fmt.Fprintf(&b, "== %s (%s), last %d lines:\n%s\n", p.Name, p.Log, n, strings.Join(lines[max(0, len(lines)-n):], "\n"))
+		fmt.Fprintf(&b, "== %s (%s), last %d lines:\n%s", p.Name, p.Log, n, lastLines(p.Log, n, 2000))
 	}
 	return b.String()
 }

@@ -21,10 +21,11 @@ type Process struct {
 	args    []string
 	env     []string
 
-	mu      sync.Mutex
-	cmd     *exec.Cmd
-	stopped bool
-	exited  chan struct{} // closed when the supervisor loop ends
+	mu       sync.Mutex
+	cmd      *exec.Cmd
+	stopped  bool
+	restarts int
+	exited   chan struct{} // closed when the supervisor loop ends
 }
 
 // startProcess starts a binary with args; restart keeps it running.
@@ -80,6 +81,9 @@ func (p *Process) supervise(cmd *exec.Cmd) {
 		if err != nil {
 			return
 		}
+		p.mu.Lock()
+		p.restarts++
+		p.mu.Unlock()
 		cmd = next
 	}
 }
@@ -108,6 +112,13 @@ func (p *Process) PID() int {
 		return 0
 	}
 	return p.cmd.Process.Pid
+}
+
+// Restarts is how many times the supervisor started the process again.
+func (p *Process) Restarts() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.restarts
 }
 
 // Running tells whether the supervisor still runs the process.

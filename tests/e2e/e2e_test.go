@@ -7,6 +7,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -46,6 +47,10 @@ var installed struct {
 
 func TestMain(m *testing.M) {
 	code := m.Run()
+	// Again at the very end, where CI's excerpt of a failed run looks.
+	for _, report := range append(failedPlays.lines, bed.FailureReports()...) {
+		fmt.Fprintln(os.Stderr, report)
+	}
 	if installed.release != nil {
 		_ = installed.release.Close()
 	}
@@ -129,7 +134,47 @@ func (c collection) playWith(t *testing.T, env []string, args ...string) playRes
 // extra environment variables.
 func (c collection) playIn(t *testing.T, dir string, env []string, args ...string) playResult {
 	t.Helper()
-	return runIn(dir, append(c.env(t), env...), "ansible-playbook", args...)
+	r := runIn(dir, append(c.env(t), env...), "ansible-playbook", args...)
+	noteFailure(t, r)
+	return r
+}
+
+// failedPlays are the fatal lines of the failed plays of failed tests.
+var failedPlays struct {
+	sync.Mutex
+	lines []string
+}
+
+// noteFailure keeps the fatal lines of a failed play for the end of the
+// run, when the test that ran it fails (a play expected to fail is not
+// kept for a test that passes).
+func noteFailure(t *testing.T, r playResult) {
+	if r.err == nil {
+		return
+	}
+	var fatal []string
+	for _, line := range strings.Split(r.output, "\n") {
+		if strings.HasPrefix(line, "fatal: ") || strings.HasPrefix(line, "failed: ") || strings.Contains(line, "FAILED! =>") {
+			fatal = append(fatal, clip(line, 600))
+		}
+	}
+	if len(fatal) == 0 {
+		fatal = []string{fmt.Sprintf("%v, no fatal line; the output ends: %s", r.err, clip(r.output[max(0, len(r.output)-400):], 400))}
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			failedPlays.Lock()
+			failedPlays.lines = append(failedPlays.lines, fmt.Sprintf("a play of %s failed:\n  %s", t.Name(), strings.Join(fatal, "\n  ")))
+			failedPlays.Unlock()
+		}
+	})
+}
+
+func clip(s string, width int) string {
+	if len(s) > width {
+		return s[:width] + "…"
+	}
+	return s
 }
 
 // justIn runs the just recipes of the repository at dir (without a
