@@ -174,12 +174,58 @@ func kwokStages(path string) (string, error) {
 		}
 		docs = append(docs, strings.TrimSpace(string(data)))
 	}
+	docs = append(docs, podReadyAgain)
 	// The stages wait a second plus up to five of jitter before each
 	// step, to look like a kubelet; tests want Pods Ready at once.
 	stages := strings.NewReplacer("durationMilliseconds: 1000", "durationMilliseconds: 0",
 		"jitterDurationMilliseconds: 5000", "jitterDurationMilliseconds: 0").Replace(strings.Join(docs, "\n---\n"))
 	return path, os.WriteFile(path, []byte(stages+"\n"), 0o600)
 }
+
+// podReadyAgain is the kubelet reporting a running Pod Ready again after
+// the node lifecycle controller marked it NotReady (which it does when its
+// Node missed heartbeats). kwok's own pod-ready stage only readies Pending
+// Pods, so without this one a Node that was late once (a busy CI machine)
+// kept its Pods NotReady for good: the operator's Deployment never became
+// Available again, and every later flux_operator wait timed out.
+const podReadyAgain = `apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: pod-ready-again
+spec:
+  resourceRef:
+    apiGroup: v1
+    kind: Pod
+  selector:
+    matchExpressions:
+    - key: '.metadata.deletionTimestamp'
+      operator: 'DoesNotExist'
+    - key: '.status.phase'
+      operator: 'In'
+      values:
+      - 'Running'
+    - key: '.status.conditions.[] | select( .type == "Ready" ) | .status'
+      operator: 'In'
+      values:
+      - 'False'
+  delay:
+    durationMilliseconds: 2000
+  next:
+    statusTemplate: |
+      {{ $now := Now }}
+      conditions:
+      - lastProbeTime: null
+        lastTransitionTime: {{ $now | Quote }}
+        message: ''
+        reason: ''
+        status: "True"
+        type: Ready
+      - lastProbeTime: null
+        lastTransitionTime: {{ $now | Quote }}
+        message: ''
+        reason: ''
+        status: "True"
+        type: ContainersReady`
 
 // CNIPendingAnnotation marks a Node the k3s stand-in runs without a CNI
 // (flannel-backend: none) until the CNI's Pod is Ready on it
