@@ -97,6 +97,8 @@ def platform_of(uname):
 
 # The binary that serves every controller-side module.
 CONTROLLER = "controller"
+# Node modules served by another module's binary, for an action that runs them beside its own.
+SERVED_BY = {"k3s_registries": "k3s_config"}
 
 
 def binary_path(root, name, platform, multicall=None):
@@ -330,7 +332,7 @@ class BinaryModuleAction(ActionBase):
         """Runs the binary kept on the host with the args on standard input: one command, and
         a second that first sends the binary when the host has not got this build."""
         name = module_name.split(".")[-1]
-        binary = self.MULTICALL or name
+        binary = self._multicall(name) or name
         path, sha256 = self._binary(name)
         kept = cached_name(binary, sha256)
         self._update_module_args(module_name, module_args, task_vars)
@@ -354,11 +356,15 @@ class BinaryModuleAction(ActionBase):
         remove_internal_keys(data)
         return data
 
+    def _multicall(self, name):
+        """The multi-call binary that serves module name, or None for a binary of its own."""
+        return self.MULTICALL or SERVED_BY.get(name)
+
     def _binary(self, name):
         """(path, sha256) of module name's binary for the host's platform: in the collection, or
         for the controller binary of a release, fetched into the controller's cache; fails
         naming a missing one."""
-        path = binary_path(COLLECTION_ROOT, name, self._platform, self.MULTICALL)
+        path = binary_path(COLLECTION_ROOT, name, self._platform, self._multicall(name))
         if os.path.isfile(path):
             return path, binary_sha256(COLLECTION_ROOT, path)
         sha256 = expected_sha256(COLLECTION_ROOT, os.path.relpath(path, COLLECTION_ROOT)) if self.MULTICALL == CONTROLLER else None
