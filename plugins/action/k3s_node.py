@@ -50,15 +50,14 @@ class ActionModule(BinaryModuleAction):
                     return merge(base, rendered, None)
             if any(r.get("restart_needed") for r in rendered.values()):
                 args["restart"] = True
-            return merge(base, rendered, self._install(base, args, task_vars))
+            return merge(base, rendered, self._install(args, task_vars))
         finally:
             self._remove_tmp_path(self._connection._shell.tmpdir)
 
-    def _install(self, base, args, task_vars):
+    def _install(self, args, task_vars):
         """The k3s_node module's result; for an airgap install from the controller, its second
         run, after the files were copied."""
-        result = dict(base)
-        result.update(self._execute_module(module_name=MODULE, module_args=args, task_vars=task_vars))
+        result = self._execute_module(module_name=MODULE, module_args=args, task_vars=task_vars)
         if not result.get("airgap_transfer_needed") or args.get("remote_src"):
             return result
         tmpdir = self._connection._shell.tmpdir or self._make_tmp_path()
@@ -76,9 +75,7 @@ class ActionModule(BinaryModuleAction):
         # The module file and its args, when Ansible sends them, are put in tmpdir again;
         # their permissions are fixed then, the files' here.
         self._fixup_perms2([tmpdir] + [staged[o] for o in AIRGAP_FILES if args.get(o)])
-        result = dict(base)
-        result.update(self._execute_module(module_name=MODULE, module_args=staged, task_vars=task_vars))
-        return result
+        return self._execute_module(module_name=MODULE, module_args=staged, task_vars=task_vars)
 
 
 def merge(base, rendered, installed):
@@ -87,26 +84,26 @@ def merge(base, rendered, installed):
     masked its own secrets in its invocation, so the task's invocation is made of theirs."""
     result = dict(base)
     diffs, warnings, invocation = [], [], {}
-    for option, res in rendered.items():
+
+    def take(res):
+        """res without its diff, warnings and invocation, which go to the task's; and its args."""
         res = dict(res)
         diff = res.pop("diff", None)
         diffs.extend(diff if isinstance(diff, list) else [diff] if diff else [])
         warnings.extend(res.pop("warnings", None) or [])
-        invocation[option] = (res.pop("invocation", None) or {}).get("module_args", {})
-        result[option] = res
+        return res, (res.pop("invocation", None) or {}).get("module_args", {})
+
+    for option, res in rendered.items():
+        result[option], invocation[option] = take(res)
+    changed = any(r.get("changed") for r in rendered.values())
     if installed is None:
         option, res = list(rendered.items())[-1]
-        result.update(failed=True, msg="%s: %s" % (option, res.get("msg", "failed")),
-                      changed=any(r.get("changed") for r in rendered.values()))
+        result.update(failed=True, msg="%s: %s" % (option, res.get("msg", "failed")), changed=changed)
     else:
-        installed = dict(installed)
-        diff = installed.pop("diff", None)
-        diffs.extend(diff if isinstance(diff, list) else [diff] if diff else [])
-        warnings.extend(installed.pop("warnings", None) or [])
-        node_invocation = (installed.pop("invocation", None) or {}).get("module_args", {})
-        invocation = dict(node_invocation, **invocation)
+        installed, node_args = take(installed)
+        invocation = dict(node_args, **invocation)
         result.update(installed)
-        result["changed"] = bool(installed.get("changed")) or any(r.get("changed") for r in rendered.values())
+        result["changed"] = bool(installed.get("changed")) or changed
     if diffs:
         result["diff"] = diffs
     if warnings:

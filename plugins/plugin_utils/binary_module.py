@@ -97,7 +97,7 @@ def platform_of(uname):
 
 # The binary that serves every controller-side module.
 CONTROLLER = "controller"
-# Node modules served by another module's binary, for an action that runs them beside its own.
+# Node modules served by another module's binary (its action, and k3s_node's, run them through it).
 SERVED_BY = {"k3s_registries": "k3s_config"}
 
 

@@ -115,14 +115,22 @@ func (b *Bed) Condition(ctx context.Context, gvr schema.GroupVersionResource, na
 	if err != nil {
 		return "", "", "", err
 	}
-	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
-	for _, c := range conds {
-		m, _ := c.(map[string]any)
-		if m["type"] == condition {
-			return fmt.Sprint(m["status"]), fmt.Sprint(m["reason"]), fmt.Sprint(m["message"]), nil
-		}
+	if status, reason, message, ok := conditionOf(obj, condition); ok {
+		return status, reason, message, nil
 	}
 	return "", "", "", fmt.Errorf("%s %s/%s has no %s condition yet", gvr.Resource, namespace, name, condition)
+}
+
+// conditionOf is the status, reason and message of an object's condition;
+// ok is false when it has none of that type.
+func conditionOf(obj *unstructured.Unstructured, condition string) (status, reason, message string, ok bool) {
+	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+	for _, c := range conds {
+		if m, _ := c.(map[string]any); m["type"] == condition {
+			return fmt.Sprint(m["status"]), fmt.Sprint(m["reason"]), fmt.Sprint(m["message"]), true
+		}
+	}
+	return "", "", "", false
 }
 
 // WaitReady waits until the object's Ready condition is True.

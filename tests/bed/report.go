@@ -8,7 +8,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -49,8 +48,12 @@ func (b *Bed) Report(logLines int) string {
 			continue // the CRD may not exist yet
 		}
 		for _, obj := range list.Items {
-			if status, reason, msg := readyOf(obj); status != "True" {
-				fmt.Fprintf(&out, "%s %s/%s: Ready=%s %s: %s\n", gvr.Resource, obj.GetNamespace(), obj.GetName(), status, reason, clip(msg, 240))
+			status, reason, msg, ok := conditionOf(&obj, "Ready")
+			if !ok {
+				msg = "no Ready condition"
+			}
+			if status != "True" {
+				fmt.Fprintf(&out, "%s %s/%s: Ready=%s %s: %s\n", gvr.Resource, obj.GetNamespace(), obj.GetName(), status, reason, Clip(msg, 240))
 			}
 		}
 	}
@@ -77,17 +80,6 @@ func (b *Bed) Report(logLines int) string {
 	return out.String()
 }
 
-// readyOf is an object's Ready condition ("" when it has none).
-func readyOf(obj unstructured.Unstructured) (status, reason, message string) {
-	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
-	for _, c := range conds {
-		if m, _ := c.(map[string]any); m["type"] == "Ready" {
-			return fmt.Sprint(m["status"]), fmt.Sprint(m["reason"]), fmt.Sprint(m["message"])
-		}
-	}
-	return "", "", "no Ready condition"
-}
-
 // lastLines is the last n lines of a file, each clipped to width.
 func lastLines(path string, n, width int) string {
 	raw, err := os.ReadFile(path)
@@ -97,12 +89,13 @@ func lastLines(path string, n, width int) string {
 	lines := strings.Split(strings.TrimRight(string(raw), "\n"), "\n")
 	var out strings.Builder
 	for _, l := range lines[max(0, len(lines)-n):] {
-		fmt.Fprintf(&out, "  %s\n", clip(l, width))
+		fmt.Fprintf(&out, "  %s\n", Clip(l, width))
 	}
 	return out.String()
 }
 
-func clip(s string, width int) string {
+// Clip is s cut to width bytes, marked when cut: a failure report stays short.
+func Clip(s string, width int) string {
 	if len(s) > width {
 		return s[:width] + "…"
 	}

@@ -155,11 +155,11 @@ func noteFailure(t *testing.T, r playResult) {
 	var fatal []string
 	for _, line := range strings.Split(r.output, "\n") {
 		if strings.HasPrefix(line, "fatal: ") || strings.HasPrefix(line, "failed: ") || strings.Contains(line, "FAILED! =>") {
-			fatal = append(fatal, clip(line, 600))
+			fatal = append(fatal, bed.Clip(line, 600))
 		}
 	}
 	if len(fatal) == 0 {
-		fatal = []string{fmt.Sprintf("%v, no fatal line; the output ends: %s", r.err, clip(r.output[max(0, len(r.output)-400):], 400))}
+		fatal = []string{fmt.Sprintf("%v, no fatal line; the output ends: %s", r.err, bed.Clip(r.output[max(0, len(r.output)-400):], 400))}
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -168,13 +168,6 @@ func noteFailure(t *testing.T, r playResult) {
 			failedPlays.Unlock()
 		}
 	})
-}
-
-func clip(s string, width int) string {
-	if len(s) > width {
-		return s[:width] + "…"
-	}
-	return s
 }
 
 // justIn runs the just recipes of the repository at dir (without a
