@@ -295,10 +295,14 @@ class BinaryModuleAction(ActionBase):
         """The host's platform: the cached fact, else one `uname -sm` (the controller's own for
         the local connection), returned as a fact.
 
-        A delegated task (delegate_to: localhost) runs on another host than the one whose facts
-        it would read and set, so it asks every time and caches nothing."""
+        A delegated task runs on another host than the one whose facts it would set: it reads the
+        fact the delegated host cached (its vars are in ansible_delegated_vars), else asks, and
+        caches nothing."""
         delegated = bool(self._task.delegate_to)
-        cached = None if delegated else (task_vars.get("ansible_facts") or {}).get(FACT) or task_vars.get(FACT)
+        facts_of = task_vars
+        if delegated:
+            facts_of = (task_vars.get("ansible_delegated_vars") or {}).get(self._task.delegate_to) or {}
+        cached = (facts_of.get("ansible_facts") or {}).get(FACT) or facts_of.get(FACT)
         if cached:
             return cached
         if getattr(self._connection, "transport", None) == "local":

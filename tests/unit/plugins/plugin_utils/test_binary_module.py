@@ -15,6 +15,7 @@ from unittest import mock
 
 from ansible_collections.gitops.k3s_flux.plugins.plugin_utils.binary_module import (
     COLLECTION_ROOT,
+    FACT,
     MISSING,
     BinaryModuleAction,
     binary_path,
@@ -230,6 +231,46 @@ class FetchController(unittest.TestCase):
             self.assert_refused(lzma.compress(bytes(5 << 20)), "the payload unpacks to more than 4 MB")
         finally:
             binary_module.MAX_BINARY_BYTES = limit
+
+
+class TargetPlatform(unittest.TestCase):
+    """One `uname -sm` per host and play: the fact a host's task cached is read back, also by a
+    task delegated to that host; a delegated task caches nothing on the host it runs for."""
+
+    def action(self, delegate_to=None, uname="Linux aarch64"):
+        action = BinaryModuleAction.__new__(BinaryModuleAction)
+        action._task = types.SimpleNamespace(delegate_to=delegate_to)
+        action._connection = types.SimpleNamespace(transport="ssh")
+        action.asked = 0
+
+        def run(cmd, sudoable=True):
+            action.asked += 1
+            return {"rc": 0, "stdout": uname + "\n"}
+
+        action._low_level_execute_command = run
+        return action
+
+    def test_cached_fact(self):
+        action, result = self.action(), {}
+        self.assertEqual("linux_arm", action._target_platform({"ansible_facts": {FACT: "linux_arm"}}, result))
+        self.assertEqual(0, action.asked)
+
+    def test_asked_and_cached(self):
+        action, result = self.action(), {}
+        self.assertEqual("linux_arm64", action._target_platform({}, result))
+        self.assertEqual((1, {FACT: "linux_arm64"}), (action.asked, result["ansible_facts"]))
+
+    def test_delegated_reads_the_delegated_host_fact(self):
+        action, result = self.action(delegate_to="node1"), {}
+        task_vars = {"ansible_facts": {FACT: "linux_amd64"}, "ansible_delegated_vars": {"node1": {"ansible_facts": {FACT: "linux_arm"}}}}
+        self.assertEqual("linux_arm", action._target_platform(task_vars, result))
+        self.assertEqual((0, {}), (action.asked, result))
+
+    def test_delegated_without_fact_asks_and_caches_nothing(self):
+        action, result = self.action(delegate_to="node1"), {}
+        task_vars = {"ansible_facts": {FACT: "linux_amd64"}, "ansible_delegated_vars": {"node1": {}}}
+        self.assertEqual("linux_arm64", action._target_platform(task_vars, result))
+        self.assertEqual((1, {}), (action.asked, result))
 
 
 class Cleanup(unittest.TestCase):
