@@ -78,7 +78,7 @@ test-unit: ## Unit tests as an unprivileged user (nobody), no test bed; each con
 	tests/tools/unit.sh
 
 FUZZTIME ?= 30s
-FUZZ_PACKAGES := ./internal/ansible $(addprefix ./modules/,$(MODULES))
+FUZZ_PACKAGES := ./internal/ansible ./internal/k3sconfig $(filter-out ./modules/k3s_config,$(addprefix ./modules/,$(MODULES)))
 
 fuzz: ## Fuzz every module's arguments for no_log leaks (FUZZTIME=30s each; go test ./... runs the checked-in corpus)
 	@for p in $(FUZZ_PACKAGES); do echo "fuzz $$p"; go test $$p -run '^$$' -fuzz '^FuzzNoLog$$' -fuzztime $(FUZZTIME) | tail -2; done

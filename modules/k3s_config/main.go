@@ -3,11 +3,14 @@
 // binary, so that a node receives one.
 package main
 
-import "github.com/gitops-k3s-flux/k3s_flux/internal/ansible"
+import (
+	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible"
+	"github.com/gitops-k3s-flux/k3s_flux/internal/k3sconfig"
+)
 
 func main() {
 	ansible.MainMulti(map[string]ansible.Entry{
-		"k3s_config":     {Module: module, Run: run},
-		"k3s_registries": {Module: registriesModule, Run: runRegistries},
+		"k3s_config":     {Module: k3sconfig.Module, Run: k3sconfig.Run},
+		"k3s_registries": {Module: k3sconfig.RegistriesModule, Run: k3sconfig.RunRegistries},
 	})
 }

@@ -1,4 +1,4 @@
-package main
+package k3sconfig
 
 import (
 	"context"
@@ -22,9 +22,10 @@ import (
 // configuration (containerd's mirrors, rewrites, credentials and TLS).
 const DefaultRegistriesPath = "/etc/rancher/k3s/registries.yaml"
 
-// registriesModule is served by the k3s_config binary (a node already has
+// RegistriesModule is served by the k3s_config binary (a node already has
 // it: no other binary to send).
-var registriesModule = &ansible.Module{
+// RegistriesModule is k3s_registries: registries.yaml, k3s's private registries.
+var RegistriesModule = &ansible.Module{
 	Name:             "k3s_registries",
 	ShortDescription: "Render k3s's private registry configuration (registries.yaml) on a node",
 	Description: []string{
@@ -106,7 +107,9 @@ func registrySecretValues(configs any) []string {
 	switch t := configs.(type) {
 	case map[string]any:
 		for key, v := range t {
-			if isRegistrySecret(key) {
+			// configs.<registry>.auth is the block of credentials (a dict), its
+			// auth key the secret itself: a username is no secret.
+			if _, block := v.(map[string]any); isRegistrySecret(key) && !block {
 				out = append(out, ansible.ScalarStrings(v)...)
 			}
 			out = append(out, registrySecretValues(v)...)
@@ -422,7 +425,8 @@ func splitKey(line string) (key, rest string, ok bool) {
 	return strings.TrimSpace(key), rest, ok
 }
 
-func runRegistries(_ context.Context, req *ansible.Request) (*ansible.Result, error) {
+// RunRegistries is k3s_registries' body.
+func RunRegistries(_ context.Context, req *ansible.Request) (*ansible.Result, error) {
 	var a registriesArgs
 	if err := req.Decode(&a); err != nil {
 		return nil, err

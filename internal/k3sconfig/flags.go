@@ -1,4 +1,4 @@
-package main
+package k3sconfig
 
 import "github.com/gitops-k3s-flux/k3s_flux/internal/k3sflags"
 

@@ -1,4 +1,4 @@
-package main
+package k3sconfig
 
 import (
 	"testing"
@@ -10,10 +10,10 @@ import (
 // option, the body never runs, no secret in the output.
 func TestBadInputs(t *testing.T) {
 	base := map[string]any{"role": "server", "token": testToken, "config": map[string]any{"agent-token": testAgentToken}}
-	ansibletest.CheckBadInputs(t, module, ansibletest.BadInputs(module, base), testToken, testAgentToken)
+	ansibletest.CheckBadInputs(t, Module, ansibletest.BadInputs(Module, base), testToken, testAgentToken)
 }
 
 func TestRegistriesBadInputsFromSpec(t *testing.T) {
 	base := registriesArgsFor("/nonexistent/registries.yaml")
-	ansibletest.CheckBadInputs(t, registriesModule, ansibletest.BadInputs(registriesModule, base), testRegistryPassword, testRegistryToken)
+	ansibletest.CheckBadInputs(t, RegistriesModule, ansibletest.BadInputs(RegistriesModule, base), testRegistryPassword, testRegistryToken)
 }

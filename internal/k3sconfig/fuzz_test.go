@@ -1,4 +1,4 @@
-package main
+package k3sconfig
 
 import (
 	"path/filepath"
@@ -12,11 +12,11 @@ import (
 // in check mode with diff).
 func FuzzNoLog(f *testing.F) {
 	s := ansibletest.SecretPrefix
-	ansibletest.FuzzNoLog(f, module, map[string]any{
+	ansibletest.FuzzNoLog(f, Module, map[string]any{
 		"path": filepath.Join(f.TempDir(), "config.yaml"),
 		"config": map[string]any{
 			"agent-token": s + "Ax", "datastore-endpoint": s + "Bx", "etcd-s3-secret-key": s + "Cx",
 			"node-label": []any{"zone=a"},
 		},
-	}, run)
+	}, Run)
 }

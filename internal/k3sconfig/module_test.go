@@ -1,4 +1,4 @@
-package main
+package k3sconfig
 
 import (
 	"crypto/sha256"
@@ -32,7 +32,7 @@ func with(args map[string]any, kv ...any) map[string]any { return ansibletest.Wi
 // runModule runs k3s_config and checks that no secret reached its output.
 func runModule(t *testing.T, args map[string]any) (map[string]any, int) {
 	t.Helper()
-	res, code, raw := ansibletest.Run(t, module, run, args)
+	res, code, raw := ansibletest.Run(t, Module, Run, args)
 	assert.NotContains(t, raw, testToken)
 	assert.NotContains(t, raw, testAgentToken)
 	return res, code
@@ -185,7 +185,7 @@ func TestNothingDerivedFromASecret(t *testing.T) {
 	require.Equal(t, 0, code, first["msg"])
 
 	other := with(baseArgs(path), "token", "another-token-value", "_ansible_check_mode", true, "_ansible_diff", true)
-	res, code, raw := ansibletest.Run(t, module, run, other)
+	res, code, raw := ansibletest.Run(t, Module, Run, other)
 	require.Equal(t, 0, code, res["msg"])
 	assert.NotContains(t, raw, "another-token-value")
 	assert.Equal(t, true, res["restart_needed"])
@@ -195,10 +195,6 @@ func TestNothingDerivedFromASecret(t *testing.T) {
 	assert.Contains(t, diff["after"], "\ntoken: <redacted, changed>\n")
 	assert.Contains(t, diff["after"], "agent-token: <redacted>\n", "the agent token did not change")
 	assert.NotRegexp(t, `[0-9a-f]{12}`, diff["after"], "no hash of anything in the diff")
-}
-
-func TestSidecarDocs(t *testing.T) {
-	ansibletest.CheckSidecar(t, module)
 }
 
 func TestNodeName(t *testing.T) {

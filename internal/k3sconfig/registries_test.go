@@ -1,4 +1,4 @@
-package main
+package k3sconfig
 
 import (
 	"os"
@@ -39,7 +39,7 @@ func registriesArgsFor(path string) map[string]any {
 
 func runRegistriesModule(t *testing.T, args map[string]any) (map[string]any, int) {
 	t.Helper()
-	res, code, raw := ansibletest.Run(t, registriesModule, runRegistries, args)
+	res, code, raw := ansibletest.Run(t, RegistriesModule, RunRegistries, args)
 	assert.NotContains(t, raw, testRegistryPassword)
 	assert.NotContains(t, raw, testRegistryToken)
 	return res, code
@@ -143,8 +143,4 @@ func TestRegistriesRedactHandEdited(t *testing.T) {
 	b, a := redactPairWith(redactRegistries, before, after)
 	assert.Equal(t, "# mine\nconfigs:\n  r.example:\n    auth:\n      password: <redacted>\n      auth: <redacted>\n  other:\n    auth:\n      password: <redacted>\n", b)
 	assert.Equal(t, "configs:\n  r.example:\n    auth:\n      password: <redacted, changed>\n      auth: <redacted>\n  other:\n    auth:\n      password: <redacted>\n", a)
-}
-
-func TestRegistriesSidecarDocs(t *testing.T) {
-	ansibletest.CheckSidecar(t, registriesModule)
 }

@@ -1,4 +1,9 @@
-package main
+// Package k3sconfig is the modules that render k3s's files on a node:
+// k3s_config (config.yaml, or a drop-in) and k3s_registries
+// (registries.yaml). Their binary is modules/k3s_config; module k3s_node
+// runs them in its own process too, before it installs or restarts k3s (one
+// command on the node per task).
+package k3sconfig
 
 import (
 	"bytes"
@@ -17,7 +22,8 @@ import (
 // DefaultPath is where k3s reads its config.
 const DefaultPath = "/etc/rancher/k3s/config.yaml"
 
-var module = &ansible.Module{
+// Module is k3s_config: config.yaml from a dict of flags plus the keys it owns.
+var Module = &ansible.Module{
 	Name:             "k3s_config",
 	ShortDescription: "Render the k3s config file (config.yaml or a config.yaml.d drop-in) on a node",
 	Description: []string{
@@ -142,7 +148,8 @@ func targetPath(a args) (string, error) {
 	return filepath.Join(a.Path+".d", name), nil
 }
 
-func run(_ context.Context, req *ansible.Request) (*ansible.Result, error) {
+// Run is k3s_config's body.
+func Run(_ context.Context, req *ansible.Request) (*ansible.Result, error) {
 	var a args
 	if err := req.Decode(&a); err != nil {
 		return nil, err
