@@ -169,10 +169,16 @@ func Execute(ctx context.Context, m *Module, in Input, out io.Writer, run RunFun
 }
 
 // execute runs the module on the args read (or reports why they could not
-// be read).
-func execute(ctx context.Context, m *Module, raw map[string]any, readErr error, out io.Writer, run RunFunc) (code int) {
+// be read) and writes its result.
+func execute(ctx context.Context, m *Module, raw map[string]any, readErr error, out io.Writer, run RunFunc) int {
+	result, secrets := invoke(ctx, m, raw, readErr, run)
+	return writeResult(out, result, secrets)
+}
+
+// invoke runs the module: its result, not yet masked, and the secrets to
+// mask in it.
+func invoke(ctx context.Context, m *Module, raw map[string]any, readErr error, run RunFunc) (result map[string]any, secrets []string) {
 	var req *Request
-	result := map[string]any{}
 	defer func() {
 		if p := recover(); p != nil {
 			result = map[string]any{
@@ -181,26 +187,55 @@ func execute(ctx context.Context, m *Module, raw map[string]any, readErr error, 
 				"exception": string(debug.Stack()),
 			}
 		}
-		var secrets []string
 		if req != nil {
 			secrets = req.secrets
 		}
-		code = writeResult(out, result, secrets)
 	}()
 
 	if readErr != nil {
-		result = failure("module %s: %v", m.Name, readErr)
-		return 1
+		return failure("module %s: %v", m.Name, readErr), nil
 	}
 	var ok bool
 	req, result, ok = prepare(m, raw)
 	if !ok {
-		return 1
+		return result, nil
 	}
 	res, err := run(ctx, req)
 	result = req.result(res, err)
 	result["invocation"] = map[string]any{"module_args": maskParams(req.Params, req.secrets)}
-	return 0
+	return result, nil
+}
+
+// Call runs module m in this process, as a step of the module r belongs to
+// (k3s_node renders k3s's config with module k3s_config first: one command
+// on the node instead of two). args are m's options; r's check, diff and
+// verbosity modes apply. It returns m's result as Ansible would receive it,
+// secrets masked and with its invocation, and adds m's secrets to r's, so
+// that no part of r's result shows them either.
+func (r *Request) Call(ctx context.Context, m *Module, run RunFunc, args map[string]any) map[string]any {
+	raw := map[string]any{keyCheckMode: r.CheckMode, keyDiff: r.Diff, keyNoLog: r.NoLog, keyVerbosity: r.Verbosity, keyTmpDir: r.TmpDir}
+	for k, v := range args {
+		if !strings.HasPrefix(k, "_ansible_") {
+			raw[k] = v
+		}
+	}
+	result, secrets := invoke(ctx, m, raw, nil, run)
+	r.secrets = append(r.secrets, secrets...)
+	var buf bytes.Buffer
+	writeResult(&buf, result, secrets)
+	var out map[string]any
+	dec := json.NewDecoder(&buf)
+	dec.UseNumber()
+	if err := dec.Decode(&out); err != nil {
+		return failure("module %s: decode its result: %v", m.Name, err)
+	}
+	return out
+}
+
+// NoLogValuesOf picks module m's secrets out of a dict of its options, as
+// m would mask them: for an option that holds another module's arguments.
+func NoLogValuesOf(m *Module) func(value any) []string {
+	return func(value any) []string { return subNoLogValues(m.Spec.Options, value) }
 }
 
 // prepare validates the args; on failure it returns the failure result and

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible"
+	"github.com/gitops-k3s-flux/k3s_flux/internal/k3sconfig"
 	"github.com/gitops-k3s-flux/k3s_flux/internal/k3snode"
 )
 
@@ -64,10 +65,11 @@ var module = &ansible.Module{
 				Description: []string{"Install C(version) also on a node that runs a newer k3s (upgraded by system-upgrade-controller, say). When false, such a node is left on its version with a warning, and C(newer_installed) says so."}},
 			{Name: "restart", Type: ansible.TypeBool, Default: false,
 				Description: []string{"Restart the unit, because its config changed (k3s_config's C(restart_needed)). Not done when an install just started it."}},
-			{Name: "k3s_config", Type: ansible.TypeDict, NoLog: true,
-				Description: []string{"The arguments of module gitops.k3s_flux.k3s_config (C(role), C(token), C(server), C(config), ...). The action plugin runs that module on the node first, in the same task, and restarts the unit when it says C(restart_needed); its result is returned under C(k3s_config) and its diff comes first.",
-					"One task instead of two for every node and every run: role k8s_cluster renders the config this way. Its secrets are masked as module k3s_config masks them."}},
-			{Name: "k3s_registries", Type: ansible.TypeDict, NoLog: true,
+			{Name: "k3s_config", Type: ansible.TypeDict, NoLogValues: ansible.NoLogValuesOf(k3sconfig.Module),
+				Description: []string{"The arguments of module gitops.k3s_flux.k3s_config (C(role), C(token), C(server), C(config), ...). This module runs it first, in its own process, and restarts the unit when it says C(restart_needed); its result is returned under C(k3s_config) and its diff comes first.",
+					"One task and one command on the node instead of two for every node and every run: role k8s_cluster renders the config this way. Its secrets are masked as module k3s_config masks them.",
+					"Not run when an airgap install needs the files from the controller: the action plugin copies them, then runs this module again."}},
+			{Name: "k3s_registries", Type: ansible.TypeDict, NoLogValues: ansible.NoLogValuesOf(k3sconfig.RegistriesModule),
 				Description: []string{"The arguments of module gitops.k3s_flux.k3s_registries (C(mirrors), C(configs), ...), run the same way after C(k3s_config); its result is returned under C(k3s_registries)."}},
 			{Name: "api_port", Type: ansible.TypeInt, Default: 6443, Positive: true,
 				Description: []string{"The port the server's API listens on (k3s C(https-listen-port))."}},
@@ -263,6 +265,11 @@ func run(ctx context.Context, req *ansible.Request, sys k3snode.System, where k3
 	}
 	where.DataDir, where.Kubeconfig = a.DataDir, a.KubeconfigPath
 	if a.State == "absent" {
+		for _, r := range renderers {
+			if req.Params[r.option] != nil {
+				return nil, fmt.Errorf("%s: only with state present (state absent removes k3s's files)", r.option)
+			}
+		}
 		return uninstall(ctx, req, sys, where)
 	}
 	if err := checkAirgapArgs(a); err != nil {
@@ -276,6 +283,25 @@ func run(ctx context.Context, req *ansible.Request, sys k3snode.System, where k3
 	p, err := decide(a, s)
 	if err != nil {
 		return nil, err
+	}
+	// The action plugin runs the module again once the files are on the node:
+	// nothing is rendered before then, so that run reports every change.
+	transfer := p.Install && a.InstallSource == "airgap" && !a.RemoteSrc && !req.CheckMode
+	var steps []step
+	if !transfer {
+		steps = render(ctx, req)
+		if failed := failedStep(steps); failed != nil {
+			res := &ansible.Result{}
+			addSteps(res, steps)
+			msg, _ := failed.result["msg"].(string)
+			return res, fmt.Errorf("%s: %s", failed.option, msg)
+		}
+		if restartNeeded(steps) {
+			a.Restart = true
+			if p, err = decide(a, s); err != nil {
+				return nil, err
+			}
+		}
 	}
 	// The version the node has after the task (in check mode: would have).
 	after := s.Version
@@ -303,10 +329,11 @@ func run(ctx context.Context, req *ansible.Request, sys k3snode.System, where k3
 			BeforeHeader: "k3s on this node", AfterHeader: "k3s on this node",
 		}}
 	}
+	addSteps(res, steps)
 	if req.CheckMode {
 		return res, nil
 	}
-	if p.Install && a.InstallSource == "airgap" && !a.RemoteSrc {
+	if transfer {
 		res.Changed = false
 		res.Set("airgap_transfer_needed", true)
 		return res, errors.New("k3s must be installed from airgap files that are still on the controller: run this module as a task (its action plugin copies them to the node), or set remote_src with paths on the node")

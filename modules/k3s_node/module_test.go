@@ -141,6 +141,7 @@ func runOn(t *testing.T, f *fakeNode, where k3snode.Paths, args map[string]any) 
 		return run(ctx, req, f, where)
 	}, full)
 	assert.NotContains(t, strings.ReplaceAll(raw, `"token":"`+testToken+`"`, ""), testToken, "the token only as the token value")
+	assert.NotContains(t, raw, testRegistryPassword)
 	return res, code
 }
 
