@@ -97,6 +97,10 @@ def platform_of(uname):
 
 # The binary that serves every controller-side module.
 CONTROLLER = "controller"
+# Its environment: client-go's and Helm's package initialisation allocates enough for three
+# garbage collections before main runs, a quarter of the binary's start. A module lives seconds
+# to minutes, so the collector waits until the heap reaches 128 MiB (measured: 31 ms to 23 ms).
+CONTROLLER_ENV = "GOGC=off GOMEMLIMIT=128MiB"
 # Node modules served by another module's binary (its action, and k3s_node's, run them through it).
 SERVED_BY = {"k3s_registries": "k3s_config"}
 
@@ -343,6 +347,8 @@ class BinaryModuleAction(ActionBase):
         encoder = get_module_encoder(PROFILE, Direction.CONTROLLER_TO_MODULE) if PROFILE else None
         in_data = json.dumps(module_args, cls=encoder).encode()
         env = self._compute_environment_string()
+        if binary == CONTROLLER:
+            env = (env + " " + CONTROLLER_ENV).strip()
 
         def run(upload=None):
             cmd = "/bin/sh -c %s" % shlex.quote(run_script(binary, kept, upload))
