@@ -546,6 +546,19 @@ func TestHAPlay(t *testing.T) {
 			order = append(order, m[1])
 		}
 		assert.Equal(t, []string{"node1", "node2", "node3", "node4"}, order, r.output)
+		// One at a time (throttle 1): the stand-in logs each start of k3s, and node3's came after
+		// node2's, whose task returned only once node2 answered /readyz.
+		var started []time.Time
+		for _, h := range []string{"node1", "node2", "node3"} {
+			line, err := b.Hosts.Host(h).Exec("head -n 1 /var/lib/rancher/k3s/standin/invocations.log")
+			require.NoError(t, err, h)
+			var first struct {
+				Time time.Time `json:"time"`
+			}
+			require.NoError(t, json.Unmarshal([]byte(line), &first), "%s: %s", h, line)
+			started = append(started, first.Time)
+		}
+		assert.True(t, started[0].Before(started[1]) && started[1].Before(started[2]), "the controllers' k3s started in inventory order: %v", started)
 		cfg, err := b.Hosts.Host("node1").Exec("cat /etc/rancher/k3s/config.yaml")
 		require.NoError(t, err)
 		assert.Contains(t, cfg, "cluster-init: true")
