@@ -289,8 +289,8 @@ func run(ctx context.Context, req *ansible.Request, sys k3snode.System, where k3
 	transfer := p.Install && a.InstallSource == "airgap" && !a.RemoteSrc && !req.CheckMode
 	var steps []step
 	if !transfer {
-		steps = render(ctx, req)
-		if failed := failedStep(steps); failed != nil {
+		var failed *step
+		if steps, failed = render(ctx, req); failed != nil {
 			res := &ansible.Result{}
 			addSteps(res, steps)
 			msg, _ := failed.result["msg"].(string)

@@ -28,29 +28,19 @@ type step struct {
 }
 
 // render runs the renderers whose options are given, in this process; it
-// stops at the first that fails.
-func render(ctx context.Context, req *ansible.Request) []step {
-	var steps []step
+// stops at the first that fails and returns it too (nil when none failed).
+func render(ctx context.Context, req *ansible.Request) (steps []step, failed *step) {
 	for _, r := range renderers {
 		args, ok := req.Params[r.option].(map[string]any)
 		if !ok {
 			continue
 		}
 		steps = append(steps, step{option: r.option, result: req.Call(ctx, r.module, r.run, args)})
-		if failed, _ := steps[len(steps)-1].result["failed"].(bool); failed {
-			break
+		if f, _ := steps[len(steps)-1].result["failed"].(bool); f {
+			return steps, &steps[len(steps)-1]
 		}
 	}
-	return steps
-}
-
-func failedStep(steps []step) *step {
-	for i := range steps {
-		if failed, _ := steps[i].result["failed"].(bool); failed {
-			return &steps[i]
-		}
-	}
-	return nil
+	return steps, nil
 }
 
 func restartNeeded(steps []step) bool {

@@ -103,6 +103,13 @@ class BinarySHA256(unittest.TestCase):
         self.write_sums("%s  plugins/bin/linux_arm64/k3s_node\n" % ("a" * 64), age=-10)
         self.assertEqual(binary_sha256(self.root, self.path), self.real)
 
+    def test_from_the_sums_of_an_installed_collection(self):
+        # ansible-galaxy extracts the sums before the binaries listed after them in the tarball.
+        self.write_sums("%s  plugins/bin/linux_arm64/k3s_node\n" % ("a" * 64), age=-10)
+        with open(os.path.join(self.root, "MANIFEST.json"), "w") as f:
+            f.write("{}")
+        self.assertEqual(binary_sha256(self.root, self.path), "a" * 64)
+
     def test_computed_when_not_listed(self):
         self.write_sums("%s  plugins/bin/linux_arm/k3s_node\n" % ("a" * 64))
         self.assertEqual(binary_sha256(self.root, self.path), self.real)
