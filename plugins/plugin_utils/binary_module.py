@@ -4,8 +4,8 @@
 
 Ansible would copy plugins/modules/<name> (built for linux/amd64) to every host. The action
 plugins of the modules derive from BinaryModuleAction instead, which asks each host `uname -sm`
-once (cached for the play as the fact gitops_k3s_flux_platform) and sends the binary built for
-that platform: plugins/bin/<os>_<arch>/<name> for a node module, or for a controller-side module
+once (cached for the play as the fact gitops_k3s_flux_platform; with pipelining, in the host's
+first module command) and sends the binary built for that platform: plugins/bin/<os>_<arch>/<name> for a node module, or for a controller-side module
 the one binary that serves them all, plugins/bin/<os>_<arch>/controller. A platform with no
 binary fails naming it.
 
@@ -69,6 +69,8 @@ ROOT_CACHE = "/var/lib/gitops.k3s_flux/bin"
 USER_CACHE = '"${XDG_CACHE_HOME:-$HOME/.cache}/gitops.k3s_flux/bin"'
 # What the host answers when the binary is not there yet.
 MISSING = "GITOPS_K3S_FLUX_BINARY_MISSING"
+# What the host answers first, with its `uname -sm`, when the task's command asked it.
+PLATFORM_MARK = "GITOPS_K3S_FLUX_PLATFORM"
 # The build's sums of every binary (make build), so a task need not hash 50 MB.
 SUMS = os.path.join("plugins", "bin", "SHA256SUMS")
 
@@ -247,11 +249,23 @@ def cached_name(binary, sha256):
     return "%s-%s" % (binary, sha256[:16])
 
 
-def run_script(binary, name, upload=None):
+def run_script(binary, name, upload=None, names=None):
     """The shell that runs the kept binary name with its args on standard input. Without upload
     it answers MISSING when the binary is not there; with upload (the path the binary was just
-    sent to) it first puts it in place, atomically, and removes the other builds of binary."""
-    lines = [
+    sent to) it first puts it in place, atomically, and removes the other builds of binary.
+
+    names ({platform: kept name}, name None) is for a host whose platform is not known yet: the
+    script first answers PLATFORM_MARK and its `uname -sm`, then runs the name kept for that
+    platform (MISSING for a platform not in names), so that asking costs no command of its own."""
+    lines = []
+    if names is not None:
+        lines += ['u="$(uname -sm)"', 'echo "%s $u"' % PLATFORM_MARK, 'case "$u" in']
+        for platform, kept in sorted(names.items()):
+            unames = sorted("%s %s" % key for key, value in PLATFORMS.items() if value == platform)
+            lines.append("  %s) n=%s ;;" % ("|".join('"%s"' % u for u in unames), kept))
+        lines += ["  *) echo %s; exit 0 ;;" % MISSING, "esac"]
+        name = "$n"
+    lines += [
         'if [ "$(id -u)" = 0 ]; then d=%s; else d=%s; fi' % (ROOT_CACHE, USER_CACHE),
         'b="$d/%s"' % name,
     ]
@@ -266,6 +280,15 @@ def run_script(binary, name, upload=None):
         ]
     lines.append('exec "$b" -')
     return "\n".join(lines)
+
+
+def split_platform(stdout):
+    """(uname, the rest) of the output of a run_script given names; (None, stdout) when the
+    output does not start with PLATFORM_MARK (the shell failed before it)."""
+    first, rest = (stdout.split("\n", 1) + [""])[:2]
+    if not first.startswith(PLATFORM_MARK + " "):
+        return None, stdout
+    return first[len(PLATFORM_MARK) + 1:].strip(), rest
 
 
 class BinaryModuleAction(ActionBase):
@@ -294,20 +317,21 @@ class BinaryModuleAction(ActionBase):
         """ActionBase's start of a run, then the host's platform: the result so far (failed
         when the platform is unknown)."""
         result = super().run(tmp, task_vars)
+        self._deferred = False
         self._platform = self._target_platform(task_vars or {}, result)
         self._task_vars = task_vars or {}
         return result
 
     def _target_platform(self, task_vars, result):
         """The host's platform: the cached fact, else one `uname -sm` (the controller's own for
-        the local connection), returned as a fact.
+        the local connection), returned as a fact. A pipelined task asks in its module's command
+        instead (_execute_kept): None then, with _deferred set.
 
         A delegated task runs on another host than the one whose facts it would set: it reads the
         fact the delegated host cached (its vars are in ansible_delegated_vars), else asks, and
         caches nothing."""
-        delegated = bool(self._task.delegate_to)
         facts_of = task_vars
-        if delegated:
+        if self._task.delegate_to:
             facts_of = (task_vars.get("ansible_delegated_vars") or {}).get(self._task.delegate_to) or {}
         cached = (facts_of.get("ansible_facts") or {}).get(FACT) or facts_of.get(FACT)
         if cached:
@@ -316,36 +340,47 @@ class BinaryModuleAction(ActionBase):
             # The task runs here, on the controller, where this plugin runs: no command needed.
             here = os.uname()
             uname = "%s %s" % (here.sysname, here.machine)
+        elif self._pipelined():
+            self._deferred = True
+            return None
         else:
             res = self._low_level_execute_command("uname -sm", sudoable=False)
             if res.get("rc") != 0:
                 result.update(failed=True, msg="uname -sm failed on the host (rc %s): %s" % (res.get("rc"), (res.get("stderr") or "").strip()))
                 return None
             uname = res.get("stdout", "")
+        return self._learn_platform(uname, result)
+
+    def _learn_platform(self, uname, result):
+        """The platform of uname, returned in result as a fact unless the task is delegated; None
+        with result failed for one this collection has no binaries for."""
         try:
             platform = platform_of(uname)
         except ValueError as e:
             result.update(failed=True, msg=str(e))
             return None
-        if not delegated:
+        if not self._task.delegate_to:
             result.setdefault("ansible_facts", {})[FACT] = platform
         return platform
 
+    def _pipelined(self, wrap_async=False):
+        """Whether the module runs as one pipelined command (_execute_kept)."""
+        return not (wrap_async or self._task.async_val) and self._is_pipelining_enabled("new")
+
     def _execute_module(self, module_name=None, module_args=None, tmp=None, task_vars=None, persist_files=False, delete_remote_tmp=None,
                         wrap_async=False, **kwargs):
-        platform = getattr(self, "_platform", None)
-        if not platform or wrap_async or self._task.async_val or not self._is_pipelining_enabled("new"):
+        known = getattr(self, "_platform", None) or getattr(self, "_deferred", False)
+        if not known or not self._pipelined(wrap_async):
             return super()._execute_module(module_name=module_name, module_args=module_args, tmp=tmp, task_vars=task_vars,
                                            persist_files=persist_files, delete_remote_tmp=delete_remote_tmp, wrap_async=wrap_async, **kwargs)
         return self._execute_kept(module_name or self._task.action, dict(self._task.args if module_args is None else module_args), task_vars or {})
 
     def _execute_kept(self, module_name, module_args, task_vars):
-        """Runs the binary kept on the host with the args on standard input: one command, and
-        a second that first sends the binary when the host has not got this build."""
+        """Runs the binary kept on the host with the args on standard input: one command (on
+        the host's first task of the play, the same command first tells its platform), and a
+        second that first sends the binary when the host has not got this build."""
         name = module_name.split(".")[-1]
         binary = self._multicall(name) or name
-        path, sha256 = self._binary(name)
-        kept = cached_name(binary, sha256)
         self._update_module_args(module_name, module_args, task_vars)
         encoder = get_module_encoder(PROFILE, Direction.CONTROLLER_TO_MODULE) if PROFILE else None
         in_data = json.dumps(module_args, cls=encoder).encode()
@@ -353,20 +388,38 @@ class BinaryModuleAction(ActionBase):
         if binary == CONTROLLER:
             env = (env + " " + CONTROLLER_ENV).strip()
 
-        def run(upload=None):
-            cmd = "/bin/sh -c %s" % shlex.quote(run_script(binary, kept, upload))
+        def run(script):
+            cmd = "/bin/sh -c %s" % shlex.quote(script)
             return self._low_level_execute_command((env + " " + cmd).strip(), sudoable=True, in_data=in_data)
 
-        res = run()
-        if res.get("rc") == 0 and res.get("stdout", "").strip() == MISSING:
-            tmpdir = self._connection._shell.tmpdir or self._make_tmp_path()
-            upload = self._connection._shell.join_path(tmpdir, kept)
-            self._transfer_file(path, upload)
-            self._fixup_perms2([tmpdir, upload])
-            res = run(upload)
+        res, facts = None, None
+        if self._platform is None:
+            # The host's first task of the play: it tells its platform in the same command.
+            names = {p: cached_name(binary, sha) for p in set(PLATFORMS.values()) for sha in [self._sha256(name, p)] if sha}
+            res = run(run_script(binary, None, names=names))
+            uname, res["stdout"] = split_platform(res.get("stdout", ""))
+            if uname is not None:
+                learned = {}
+                self._platform = self._learn_platform(uname, learned)
+                if self._platform is None:
+                    return learned
+                facts = learned.get("ansible_facts")
+        if self._platform is not None:
+            if res is None:
+                res = run(run_script(binary, cached_name(binary, self._binary(name)[1])))
+            if res.get("rc") == 0 and res.get("stdout", "").strip() == MISSING:
+                path, sha256 = self._binary(name)
+                kept = cached_name(binary, sha256)
+                tmpdir = self._connection._shell.tmpdir or self._make_tmp_path()
+                upload = self._connection._shell.join_path(tmpdir, kept)
+                self._transfer_file(path, upload)
+                self._fixup_perms2([tmpdir, upload])
+                res = run(run_script(binary, kept, upload))
         data = self._parse_returned_data(res, PROFILE) if PROFILE else self._parse_returned_data(res)
         data.pop("_ansible_suppress_tmpdir_delete", None)
         remove_internal_keys(data)
+        if facts:
+            data.setdefault("ansible_facts", {}).update(facts)
         return data
 
     def _multicall(self, name):
@@ -378,9 +431,9 @@ class BinaryModuleAction(ActionBase):
         for the controller binary of a release, fetched into the controller's cache; fails
         naming a missing one."""
         path = binary_path(COLLECTION_ROOT, name, self._platform, self._multicall(name))
+        sha256 = self._sha256(name, self._platform)
         if os.path.isfile(path):
-            return path, binary_sha256(COLLECTION_ROOT, path)
-        sha256 = expected_sha256(COLLECTION_ROOT, os.path.relpath(path, COLLECTION_ROOT)) if self.MULTICALL == CONTROLLER else None
+            return path, sha256
         if not sha256:
             raise AnsibleActionFail("module %s has no binary for %s in this collection (%s)" % (name, self._platform, path))
         # Templated here, for a controller binary the collection does not carry, not for every task.
@@ -394,6 +447,16 @@ class BinaryModuleAction(ActionBase):
                 "module %s: could not fetch the controller binary for %s from %s: %s. Set %s (or the environment's %s) to where "
                 "this release's files are (a URL or a file:// directory)" % (name, self._platform, url, e, RELEASE_URL_VAR, RELEASE_URL_ENV))
         return dest, sha256
+
+    def _sha256(self, name, platform):
+        """The sha256 of module name's binary for platform, without fetching a controller binary
+        (SHA256SUMS gives it); None when this collection has no such binary."""
+        path = binary_path(COLLECTION_ROOT, name, platform, self._multicall(name))
+        if os.path.isfile(path):
+            return binary_sha256(COLLECTION_ROOT, path)
+        if self.MULTICALL == CONTROLLER:
+            return expected_sha256(COLLECTION_ROOT, os.path.relpath(path, COLLECTION_ROOT))
+        return None
 
     def _configure_module(self, module_name, module_args, task_vars):
         configured = super()._configure_module(module_name, module_args, task_vars)

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import io
+import json
 import lzma
 import os
+import shutil
 import stat
 import subprocess
 import tempfile
@@ -17,6 +19,7 @@ from ansible_collections.gitops.k3s_flux.plugins.plugin_utils.binary_module impo
     COLLECTION_ROOT,
     FACT,
     MISSING,
+    PLATFORM_MARK,
     BinaryModuleAction,
     binary_path,
     binary_sha256,
@@ -26,6 +29,7 @@ from ansible_collections.gitops.k3s_flux.plugins.plugin_utils.binary_module impo
     payload_url,
     platform_of,
     run_script,
+    split_platform,
 )
 
 # After the collection's import: importing ansible.plugins first would set up Ansible's
@@ -159,8 +163,108 @@ class KeptBinary(unittest.TestCase):
         self.assertEqual(res.returncode, 1, res.stdout)
         self.assertEqual(os.listdir(self.dir), [])
 
+    def fake_uname(self, answer):
+        """A uname on the script's PATH that answers `uname -sm` as a host of that platform."""
+        bindir = tempfile.mkdtemp()
+        with open(os.path.join(bindir, "uname"), "w") as f:
+            f.write("#!/bin/sh\necho '%s'\n" % answer)
+        os.chmod(os.path.join(bindir, "uname"), 0o755)
+        self.env["PATH"] = bindir + ":/usr/bin:/bin"
+
+    def test_platform_told_in_the_same_command(self):
+        names = {"linux_amd64": "k3s_node-00000000000000aa", "linux_arm64": "k3s_node-00000000000000bb"}
+        self.fake_uname("Linux aarch64")
+        res = self.sh(run_script("k3s_node", None, names=names))
+        self.assertEqual(res.stdout.decode(), "%s Linux aarch64\n%s\n" % (PLATFORM_MARK, MISSING), res.stderr)
+        os.makedirs(self.dir)
+        os.rename(self.upload, os.path.join(self.dir, "k3s_node-00000000000000bb"))
+        res = self.sh(run_script("k3s_node", None, names=names))
+        self.assertEqual(res.stdout.decode(), '%s Linux aarch64\nran - with {"a": 1}' % PLATFORM_MARK, res.stderr)
+        self.assertEqual(split_platform(res.stdout.decode()), ("Linux aarch64", 'ran - with {"a": 1}'))
+        # A shell that failed before it asked: its output is the module's failure to report.
+        self.assertEqual(split_platform("sh: 1: syntax error\n"), (None, "sh: 1: syntax error\n"))
+
+    def test_platform_without_binary_is_missing(self):
+        self.fake_uname("SunOS sparc")
+        res = self.sh(run_script("k3s_node", None, names={"linux_amd64": "k3s_node-00000000000000aa"}))
+        self.assertEqual(res.stdout.decode(), "%s SunOS sparc\n%s\n" % (PLATFORM_MARK, MISSING), res.stderr)
+
     def test_quotes_the_upload_path(self):
         self.assertIn("cp '/tmp/a b/x' ", run_script("k3s_node", "k3s_node-1", "/tmp/a b/x"))
+
+
+@unittest.skipIf(os.getuid() == 0, "as root it would write /var/lib/gitops.k3s_flux; make test-unit runs it as nobody")
+class ExecuteKept(unittest.TestCase):
+    """A pipelined task on a host whose platform is not known yet: the module's own command asks
+    it (no `uname -sm` of its own), under a real sh with a uname that answers as the host would."""
+
+    SUMS = {"linux_amd64": "a" * 64, "linux_arm64": "b" * 64}
+
+    def setUp(self):
+        self.home, self.bindir, self.tmpdir = tempfile.mkdtemp(), tempfile.mkdtemp(), tempfile.mkdtemp()
+        self.commands = []
+
+    def host(self, uname):
+        with open(os.path.join(self.bindir, "uname"), "w") as f:
+            f.write("#!/bin/sh\necho '%s'\n" % uname)
+        os.chmod(os.path.join(self.bindir, "uname"), 0o755)
+
+    def action(self, delegate_to=None):
+        action = BinaryModuleAction.__new__(BinaryModuleAction)
+        action._task = types.SimpleNamespace(delegate_to=delegate_to, async_val=0)
+        action._platform, action._deferred = None, True
+        action._update_module_args = lambda *args: None
+        action._compute_environment_string = lambda: ""
+        action._connection = types.SimpleNamespace(_shell=types.SimpleNamespace(tmpdir=self.tmpdir, join_path=os.path.join))
+        action._transfer_file = shutil.copy
+        action._fixup_perms2 = lambda paths: None
+        action._parse_returned_data = lambda res: json.loads(res["stdout"])
+        action._sha256 = lambda name, platform: self.SUMS.get(platform)
+        action._binary = lambda name: (self.build(action._platform), self.SUMS[action._platform])
+
+        def run(cmd, sudoable=True, in_data=None):
+            self.commands.append(cmd)
+            env = {"HOME": self.home, "PATH": self.bindir + ":/usr/bin:/bin"}
+            res = subprocess.run(cmd, shell=True, input=in_data, env=env, capture_output=True, timeout=30, check=False)
+            return {"rc": res.returncode, "stdout": res.stdout.decode(), "stderr": res.stderr.decode()}
+
+        action._low_level_execute_command = run
+        return action
+
+    def build(self, platform):
+        """The module binary built for platform: it answers with its platform and its args."""
+        path = os.path.join(tempfile.mkdtemp(), "k3s_node")
+        with open(path, "w") as f:
+            f.write('#!/bin/sh\nprintf \'{"built_for": "%s", "args": %%s}\' "$(cat)"\n' % platform)
+        os.chmod(path, 0o700)
+        return path
+
+    def test_first_task_learns_the_platform_then_sends_its_binary(self):
+        self.host("Linux aarch64")
+        action = self.action()
+        data = action._execute_kept("gitops.k3s_flux.k3s_node", {"a": 1}, {})
+        self.assertEqual(data, {"built_for": "linux_arm64", "args": {"a": 1}, "ansible_facts": {FACT: "linux_arm64"}})
+        self.assertEqual((2, "linux_arm64"), (len(self.commands), action._platform))
+        self.assertIn("uname -sm", self.commands[0])
+        self.assertNotIn("uname", self.commands[1])
+
+        # The next play's first task: the binary is kept, one command tells the platform and runs it.
+        self.commands = []
+        data = self.action()._execute_kept("gitops.k3s_flux.k3s_node", {"a": 2}, {})
+        self.assertEqual(data, {"built_for": "linux_arm64", "args": {"a": 2}, "ansible_facts": {FACT: "linux_arm64"}})
+        self.assertEqual(1, len(self.commands))
+
+    def test_delegated_caches_nothing(self):
+        self.host("Linux x86_64")
+        data = self.action(delegate_to="node1")._execute_kept("gitops.k3s_flux.k3s_node", {}, {})
+        self.assertEqual(data, {"built_for": "linux_amd64", "args": {}})
+
+    def test_unsupported_platform_is_named(self):
+        self.host("SunOS sparc")
+        data = self.action()._execute_kept("gitops.k3s_flux.k3s_node", {}, {})
+        self.assertTrue(data["failed"])
+        self.assertIn("SunOS on sparc is not a platform gitops.k3s_flux ships binaries for", data["msg"])
+        self.assertEqual(1, len(self.commands))
 
 
 class PayloadURL(unittest.TestCase):
@@ -244,10 +348,12 @@ class TargetPlatform(unittest.TestCase):
     """One `uname -sm` per host and play: the fact a host's task cached is read back, also by a
     task delegated to that host; a delegated task caches nothing on the host it runs for."""
 
-    def action(self, delegate_to=None, uname="Linux aarch64"):
+    def action(self, delegate_to=None, uname="Linux aarch64", pipelining=False):
         action = BinaryModuleAction.__new__(BinaryModuleAction)
-        action._task = types.SimpleNamespace(delegate_to=delegate_to)
+        action._task = types.SimpleNamespace(delegate_to=delegate_to, async_val=0)
         action._connection = types.SimpleNamespace(transport="ssh")
+        action._is_pipelining_enabled = lambda style, wrap_async=False: pipelining
+        action._deferred = False
         action.asked = 0
 
         def run(cmd, sudoable=True):
@@ -266,6 +372,11 @@ class TargetPlatform(unittest.TestCase):
         action, result = self.action(), {}
         self.assertEqual("linux_arm64", action._target_platform({}, result))
         self.assertEqual((1, {FACT: "linux_arm64"}), (action.asked, result["ansible_facts"]))
+
+    def test_pipelined_asks_in_the_module_command(self):
+        action, result = self.action(pipelining=True), {}
+        self.assertIsNone(action._target_platform({}, result))
+        self.assertEqual((0, True, {}), (action.asked, action._deferred, result))
 
     def test_delegated_reads_the_delegated_host_fact(self):
         action, result = self.action(delegate_to="node1"), {}
