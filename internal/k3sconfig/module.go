@@ -22,6 +22,10 @@ import (
 // DefaultPath is where k3s reads its config.
 const DefaultPath = "/etc/rancher/k3s/config.yaml"
 
+// NodeIDFile is where k3s keeps the suffix with-node-id adds to the node
+// name, made at its first start (a variable for the tests).
+var NodeIDFile = "/etc/rancher/node/id"
+
 // Module is k3s_config: config.yaml from a dict of flags plus the keys it owns.
 var Module = &ansible.Module{
 	Name:             "k3s_config",
@@ -104,7 +108,7 @@ var Module = &ansible.Module{
 		{Name: "path", Description: []string{"The file written or removed."}, Returned: "always", Type: "str", Sample: DefaultPath},
 		{Name: "checksum", Description: []string{"sha256 of the rendered content (what the file holds after the task) with the values of C(token) and the secret flags left out, so that it cannot be used to test a guessed secret. A changed secret shows in C(changed) and C(restart_needed), not here."}, Returned: "when state is present", Type: "str", Sample: "0b5d7c7b3f5a8d0e2c1f4a6b9e8d7c6b5a4f3e2d1c0b9a8f7e6d5c4b3a2f1e0d"},
 		{Name: "restart_needed", Description: []string{"Whether the content k3s reads changed, so the k3s service must restart to use it. A mode or owner fix alone needs no restart."}, Returned: "always", Type: "bool", Sample: true},
-		{Name: "node_name", Description: []string{"The name k3s registers this node under: C(node-name) from C(config), else the host name in lower case. Empty when C(with-node-id) adds a random suffix."}, Returned: "when state is present", Type: "str", Sample: "node1"},
+		{Name: "node_name", Description: []string{"The name k3s registers this node under: C(node-name) from C(config), else the host name in lower case; with C(with-node-id), followed by C(-) and the id k3s keeps in C(/etc/rancher/node/id). Empty when C(with-node-id) is set and k3s has not made that id yet (before its first start)."}, Returned: "when state is present", Type: "str", Sample: "node1"},
 		{Name: "backup_file", Description: []string{"The copy of the old file, when C(backup) made one."}, Returned: "changed and backup is true", Type: "str", Sample: "/etc/rancher/k3s/config.yaml.4242.2026-12-02@10:00:00~"},
 	},
 }
@@ -172,7 +176,7 @@ func Run(_ context.Context, req *ansible.Request) (*ansible.Result, error) {
 		// file would let a CI log's reader test a guessed token.
 		sum := sha256.Sum256([]byte(redact(string(content))))
 		res.Set("checksum", hex.EncodeToString(sum[:]))
-		res.Set("node_name", nodeName(a.Config, os.Hostname))
+		res.Set("node_name", nodeName(a.Config, os.Hostname, readNodeID))
 	}
 
 	return res, converge(req, res, path, content, a.State == "present", a.Backup, redactWith)
@@ -219,19 +223,35 @@ func converge(req *ansible.Request, res *ansible.Result, path string, content []
 }
 
 // nodeName is the name k3s gives the node: node-name, else the host name,
-// lower-cased as k3s does; unknown ("") when with-node-id adds a suffix.
-func nodeName(config map[string]any, hostname func() (string, error)) string {
-	if id, _ := config["with-node-id"].(bool); id {
-		return ""
+// then "-" and the id from NodeIDFile with with-node-id; lower-cased as k3s
+// does. Unknown ("") when with-node-id is set and k3s has not made the id
+// yet, or the host name cannot be read.
+func nodeName(config map[string]any, hostname func() (string, error), nodeID func() string) string {
+	name, _ := config["node-name"].(string)
+	if name == "" {
+		h, err := hostname()
+		if err != nil {
+			return ""
+		}
+		name = h
 	}
-	if name, ok := config["node-name"].(string); ok && name != "" {
-		return strings.ToLower(name)
+	if withID, _ := config["with-node-id"].(bool); withID {
+		id := nodeID()
+		if id == "" {
+			return ""
+		}
+		name += "-" + id
 	}
-	h, err := hostname()
+	return strings.ToLower(name)
+}
+
+// readNodeID is the id in NodeIDFile, "" when there is none.
+func readNodeID() string {
+	raw, err := os.ReadFile(NodeIDFile)
 	if err != nil {
 		return ""
 	}
-	return strings.ToLower(h)
+	return strings.TrimSpace(string(raw))
 }
 
 // secretConfigValues lists the values of the secret flags in a raw config

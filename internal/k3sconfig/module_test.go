@@ -199,15 +199,29 @@ func TestNothingDerivedFromASecret(t *testing.T) {
 
 func TestNodeName(t *testing.T) {
 	host := func() (string, error) { return "Node1", nil }
+	id := func() string { return "5a1b2c3d" }
+	none := func() string { return "" }
 	for _, tc := range []struct {
 		config map[string]any
+		nodeID func() string
 		want   string
 	}{
-		{map[string]any{}, "node1"},
-		{map[string]any{"node-name": "Edge-A"}, "edge-a"},
-		{map[string]any{"node-name": "x", "with-node-id": true}, ""},
+		{map[string]any{}, id, "node1"},
+		{map[string]any{"node-name": "Edge-A"}, id, "edge-a"},
+		{map[string]any{"node-name": "x", "with-node-id": true}, id, "x-5a1b2c3d"},
+		{map[string]any{"with-node-id": true}, id, "node1-5a1b2c3d"},
+		{map[string]any{"with-node-id": true}, none, ""},
 	} {
-		assert.Equal(t, tc.want, nodeName(tc.config, host), "%v", tc.config)
+		assert.Equal(t, tc.want, nodeName(tc.config, host, tc.nodeID), "%v", tc.config)
 	}
-	assert.Equal(t, "", nodeName(nil, func() (string, error) { return "", assert.AnError }))
+	assert.Equal(t, "", nodeName(nil, func() (string, error) { return "", assert.AnError }, id))
+}
+
+func TestReadNodeID(t *testing.T) {
+	saved := NodeIDFile
+	t.Cleanup(func() { NodeIDFile = saved })
+	NodeIDFile = filepath.Join(t.TempDir(), "id")
+	assert.Equal(t, "", readNodeID(), "no file yet")
+	require.NoError(t, os.WriteFile(NodeIDFile, []byte("5a1b2c3d\n"), 0o644))
+	assert.Equal(t, "5a1b2c3d", readNodeID())
 }

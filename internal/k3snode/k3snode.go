@@ -31,10 +31,22 @@ type Paths struct {
 	BinDir     string
 	DataDir    string
 	Kubeconfig string
+	// NodeID holds the suffix with-node-id adds to the node name.
+	NodeID string
 }
 
 // DefaultPaths are k3s's own defaults.
-var DefaultPaths = Paths{BinDir: "/usr/local/bin", DataDir: "/var/lib/rancher/k3s", Kubeconfig: "/etc/rancher/k3s/k3s.yaml"}
+var DefaultPaths = Paths{BinDir: "/usr/local/bin", DataDir: "/var/lib/rancher/k3s", Kubeconfig: "/etc/rancher/k3s/k3s.yaml", NodeID: "/etc/rancher/node/id"}
+
+// NodeID is the suffix k3s adds to the node name with with-node-id, "" when
+// it made none (it does at its first start with that flag).
+func NodeID(where Paths) string {
+	raw, err := os.ReadFile(where.NodeID)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(raw))
+}
 
 // With binds a node module's logic to the node it runs on, the real one
 // with k3s's own paths: ansible.Main(module, k3snode.With(run)) in main.

@@ -48,6 +48,7 @@ var module = &ansible.Module{
 	Returns: []ansible.Return{
 		{Name: "version", Description: []string{"The installed k3s version; empty when there is none."}, Returned: "always", Type: "str", Sample: "v1.36.2+k3s1"},
 		{Name: "hostname", Description: []string{"The host name in lower case: the name k3s registers the node under when its config sets no C(node-name)."}, Returned: "always", Type: "str", Sample: "node1"},
+		{Name: "node_id", Description: []string{"The suffix k3s adds to the node name, after C(-), when its config sets C(with-node-id): the content of C(/etc/rancher/node/id), which k3s makes at its first start with that flag. Empty when there is none."}, Returned: "always", Type: "str", Sample: "5a1b2c3d"},
 		{Name: "units", Description: []string{"The state of each k3s unit."}, Returned: "always", Type: "dict",
 			Sample: map[string]any{"k3s": map[string]any{"loaded": true, "enabled": true, "active": true}, "k3s-agent": map[string]any{"loaded": false, "enabled": false, "active": false}}},
 		{Name: "token", Description: []string{"The node token. A secret."}, Returned: "when return_token is true", Type: "str", Sample: "K10<sha256>::server:<secret>"},
@@ -85,6 +86,7 @@ func run(ctx context.Context, req *ansible.Request, sys k3snode.System, where k3
 		return res, fmt.Errorf("read the host name: %w", err)
 	}
 	res.Set("hostname", strings.ToLower(host))
+	res.Set("node_id", k3snode.NodeID(where))
 	// Both files are read before either is returned: a failed read returns
 	// no secret, so its message can be shown (the action plugin hides a
 	// result that holds one).

@@ -40,7 +40,7 @@ func (f *fakeServer) Readyz(context.Context, string, int) error { return nil }
 
 func TestInfo(t *testing.T) {
 	dir := t.TempDir()
-	where := k3snode.Paths{BinDir: dir, DataDir: filepath.Join(dir, "data"), Kubeconfig: filepath.Join(dir, "k3s.yaml")}
+	where := k3snode.Paths{BinDir: dir, DataDir: filepath.Join(dir, "data"), Kubeconfig: filepath.Join(dir, "k3s.yaml"), NodeID: filepath.Join(dir, "id")}
 	require.NoError(t, os.MkdirAll(filepath.Join(where.DataDir, "server"), 0o700))
 	require.NoError(t, os.WriteFile(k3snode.TokenPath(where), []byte(testToken+"\n"), 0o600))
 	require.NoError(t, os.WriteFile(where.Kubeconfig, []byte("apiVersion: v1\n"), 0o600))
@@ -70,10 +70,14 @@ func TestInfo(t *testing.T) {
 		assert.True(t, strings.HasSuffix(c, " --version") || strings.HasPrefix(c, "systemctl show "), "only reads: %s", c)
 	}
 
+	assert.Equal(t, "", res["node_id"], "no with-node-id id yet")
+
+	require.NoError(t, os.WriteFile(where.NodeID, []byte("5a1b2c3d\n"), 0o644))
 	res, code = runInfo(map[string]any{})
 	require.Equal(t, 0, code, res["msg"])
 	assert.NotContains(t, res, "token")
 	assert.NotContains(t, res, "kubeconfig")
+	assert.Equal(t, "5a1b2c3d", res["node_id"])
 
 	require.NoError(t, os.Remove(k3snode.TokenPath(where)))
 	res, code = runInfo(map[string]any{"return_token": true})

@@ -668,6 +668,39 @@ func TestHAPlay(t *testing.T) {
 		t.Helper()
 		return run("remove_node.yml", vars, args...)
 	})
+
+	// A worker with with-node-id, which k3s names <host>-<the id it keeps in
+	// /etc/rancher/node/id>: it joins, the re-run knows it by that name, and the remove play
+	// deletes that Node (not a "node4" that never was).
+	t.Run("with-node-id", func(t *testing.T) {
+		idVars := map[string]any{"k8s_cluster_agent_config": map[string]any{"with-node-id": true}}
+		for k, v := range vars {
+			idVars[k] = v
+		}
+		kc, _, err := b.Clients()
+		require.NoError(t, err)
+		r := play(idVars, "-l", "node1,node2,node4")
+		require.NoError(t, r.err, r.output)
+		id, err := b.Hosts.Host("node4").Exec("cat /etc/rancher/node/id")
+		require.NoError(t, err)
+		name := "node4-" + strings.TrimSpace(id)
+		require.Regexp(t, `^node4-[0-9a-f]{8}$`, name)
+		require.Eventually(t, func() bool {
+			_, err := kc.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
+			return err == nil
+		}, time.Minute, time.Second, "Node %s registered", name)
+
+		r = play(idVars, "-l", "node1,node2,node4", "-v")
+		require.NoError(t, r.err, r.output)
+		assert.Equal(t, map[string]int{"node1": 0, "node2": 0, "node4": 0}, r.changed(), r.output)
+		assert.Contains(t, section(r.output, "Configure k3s, install it"), `"node_name": "`+name+`"`, "k3s_config knows the name")
+		assert.Contains(t, r.output, name+" Ready")
+
+		r = run("remove_node.yml", idVars, "-l", "node4")
+		require.NoError(t, r.err, r.output)
+		_, err = kc.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
+		assert.True(t, apierrors.IsNotFound(err), "Node %s deleted: %v", name, err)
+	})
 }
 
 // section is the part of a play's output under the tasks whose name

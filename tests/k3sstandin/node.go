@@ -19,6 +19,10 @@ import (
 // kwokAnnotation hands the Node to kwok, which plays its kubelet.
 const kwokAnnotation = "kwok.x-k8s.io/node"
 
+// nodeIDFile is where k3s keeps the suffix with-node-id adds, across
+// reinstalls (its uninstall script leaves /etc/rancher/node).
+const nodeIDFile = "/etc/rancher/node/id"
+
 // nodeName is node-name, else the hostname, with a suffix when
 // with-node-id is set, as k3s names nodes.
 func nodeName(s settings) (string, error) {
@@ -31,12 +35,13 @@ func nodeName(s settings) (string, error) {
 		name = h
 	}
 	if s.bool("with-node-id") {
-		id, err := os.ReadFile(filepath.Join(standinDir, "node-id"))
+		id, err := os.ReadFile(nodeIDFile)
 		if err != nil {
 			b := make([]byte, 4)
 			_, _ = io.ReadFull(randReader, b)
-			id = []byte(fmt.Sprintf("%x", b))
-			_ = os.WriteFile(filepath.Join(standinDir, "node-id"), id, 0o600)
+			id = []byte(fmt.Sprintf("%x\n", b))
+			_ = os.MkdirAll(filepath.Dir(nodeIDFile), 0o755)
+			_ = os.WriteFile(nodeIDFile, id, 0o644)
 		}
 		name += "-" + strings.TrimSpace(string(id))
 	}
