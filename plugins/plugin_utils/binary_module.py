@@ -5,9 +5,10 @@
 Ansible would copy plugins/modules/<name> (built for linux/amd64) to every host. The action
 plugins of the modules derive from BinaryModuleAction instead, which asks each host `uname -sm`
 once (cached for the play as the fact gitops_k3s_flux_platform; with pipelining, in the host's
-first module command) and sends the binary built for that platform: plugins/bin/<os>_<arch>/<name> for a node module, or for a controller-side module
-the one binary that serves them all, plugins/bin/<os>_<arch>/controller. A platform with no
-binary fails naming it.
+first module command) and sends the binary built for that platform:
+plugins/bin/<os>_<arch>/<name> for a node module, or for a controller-side module the one binary
+that serves them all, plugins/bin/<os>_<arch>/controller. A platform with no binary fails naming
+it.
 
 A release's collection tarball carries the node binaries but not the controller binary (Galaxy
 takes 20 MB; four platforms of it weigh about 45 MB compressed). Its controller-side modules are
@@ -395,7 +396,11 @@ class BinaryModuleAction(ActionBase):
         res, facts = None, None
         if self._platform is None:
             # The host's first task of the play: it tells its platform in the same command.
-            names = {p: cached_name(binary, sha) for p in set(PLATFORMS.values()) for sha in [self._sha256(name, p)] if sha}
+            names = {}
+            for platform in set(PLATFORMS.values()):
+                sha256 = self._sha256(name, platform)
+                if sha256:
+                    names[platform] = cached_name(binary, sha256)
             res = run(run_script(binary, None, names=names))
             uname, res["stdout"] = split_platform(res.get("stdout", ""))
             if uname is not None:
