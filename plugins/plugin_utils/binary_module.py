@@ -284,12 +284,13 @@ def run_script(binary, name, upload=None, names=None):
 
 
 def split_platform(stdout):
-    """(uname, the rest) of the output of a run_script given names; (None, stdout) when the
-    output does not start with PLATFORM_MARK (the shell failed before it)."""
-    first, rest = (stdout.split("\n", 1) + [""])[:2]
-    if not first.startswith(PLATFORM_MARK + " "):
-        return None, stdout
-    return first[len(PLATFORM_MARK) + 1:].strip(), rest
+    """(uname, what followed it) of the output of a run_script given names, past any line a
+    login script printed first; (None, stdout) without PLATFORM_MARK (the shell failed before)."""
+    lines = stdout.split("\n")
+    for i, line in enumerate(lines):
+        if line.startswith(PLATFORM_MARK + " "):
+            return line[len(PLATFORM_MARK) + 1:].strip(), "\n".join(lines[i + 1:])
+    return None, stdout
 
 
 class BinaryModuleAction(ActionBase):

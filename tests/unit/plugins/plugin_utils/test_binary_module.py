@@ -183,6 +183,8 @@ class KeptBinary(unittest.TestCase):
         self.assertEqual(split_platform(res.stdout.decode()), ("Linux aarch64", 'ran - with {"a": 1}'))
         # A shell that failed before it asked: its output is the module's failure to report.
         self.assertEqual(split_platform("sh: 1: syntax error\n"), (None, "sh: 1: syntax error\n"))
+        # A line a login script printed first is left out.
+        self.assertEqual(split_platform("Welcome!\n%s Linux x86_64\n{}" % PLATFORM_MARK), ("Linux x86_64", "{}"))
 
     def test_platform_without_binary_is_missing(self):
         self.fake_uname("SunOS sparc")
