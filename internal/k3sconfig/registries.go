@@ -48,8 +48,8 @@ var RegistriesModule = &ansible.Module{
 				Description: []string{"The registries file."}},
 			{Name: "mirrors", Type: ansible.TypeDict, Default: map[string]any{},
 				Description: []string{"Per registry host (C(docker.io), C(registry.example.com:5000), or C(*) for every registry): C(endpoint), the list of mirror URLs tried in order, and C(rewrite), a dict of regular expression to replacement for the image name."}},
-			{Name: "configs", Type: ansible.TypeDict, Default: map[string]any{}, NoLogValues: registrySecretValues,
-				Description: []string{"Per registry host or mirror endpoint host: C(auth) (C(username), C(password), C(token), C(auth), C(identity_token)) and C(tls) (C(ca_file), C(cert_file), C(key_file), C(insecure_skip_verify)).", "The secret fields are never shown."}},
+			{Name: "configs", Type: ansible.TypeDict, Default: map[string]any{}, NoLogValues: func(v any) []string { return append(registrySecretValues(v), tlsSecretValues(v)...) },
+				Description: []string{"Per registry host or mirror endpoint host: C(auth) (C(username), C(password), C(token), C(auth), C(identity_token)) and C(tls) (C(ca_file), C(cert_file), C(key_file), C(insecure_skip_verify)).", "C(tls) may give the PEM content instead of a path on the node: C(ca), C(cert), C(key) (a node without Python cannot receive a file through M(ansible.builtin.copy)). The module writes them, 0600 root, to C(registries-tls/<registry>/ca.crt), C(client.crt) and C(client.key) beside C(path), points the file at them, and removes the files there that no registry gives any more.", "The secret fields, and C(key), are never shown."}},
 			{Name: "state", Default: "present", Choices: []any{"present", "absent"},
 				Description: []string{"C(absent) removes the file."}},
 			{Name: "backup", Type: ansible.TypeBool, Default: false,
@@ -96,7 +96,7 @@ var (
 	mirrorKeys = []string{"endpoint", "rewrite"}
 	configKeys = []string{"auth", "tls"}
 	authKeys   = []string{"username", "password", "token", "auth", "identity_token"}
-	tlsKeys    = []string{"ca_file", "cert_file", "key_file", "insecure_skip_verify"}
+	tlsKeys    = []string{"ca_file", "cert_file", "key_file", "insecure_skip_verify", "ca", "cert", "key"}
 )
 
 // registrySecretValues lists the secret values in a raw configs dict, so
@@ -136,30 +136,32 @@ func isRegistrySecret(key string) bool {
 type node = any
 
 // validateRegistries checks mirrors and configs against k3s's schema and
-// returns the document to render.
-func validateRegistries(mirrors, configs map[string]any) (map[string]node, error) {
+// returns the document to render, and the TLS files given as content (path
+// under dir to content), which the document points at.
+func validateRegistries(mirrors, configs map[string]any, dir string) (map[string]node, map[string][]byte, error) {
 	doc := map[string]node{}
+	files := map[string][]byte{}
 	if len(mirrors) > 0 {
 		out := map[string]node{}
 		for host, raw := range mirrors {
 			where := "mirrors." + host
 			if err := checkRegistryHost(where, host); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			m, err := fields(where, raw, mirrorKeys)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			entry := map[string]node{}
 			if v, ok := m["endpoint"]; ok {
 				endpoints, err := stringList(where+".endpoint", v)
 				if err != nil {
-					return nil, err
+					return nil, nil, err
 				}
 				for i, e := range endpoints {
 					u, err := url.Parse(e)
 					if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-						return nil, fmt.Errorf("%s.endpoint[%d]: expected an http or https URL such as https://registry.example.com:5000, got %q", where, i, e)
+						return nil, nil, fmt.Errorf("%s.endpoint[%d]: expected an http or https URL such as https://registry.example.com:5000, got %q", where, i, e)
 					}
 				}
 				entry["endpoint"] = endpoints
@@ -167,16 +169,16 @@ func validateRegistries(mirrors, configs map[string]any) (map[string]node, error
 			if v, ok := m["rewrite"]; ok {
 				rewrites, err := fields(where+".rewrite", v, nil)
 				if err != nil {
-					return nil, err
+					return nil, nil, err
 				}
 				out := map[string]node{}
 				for pattern, replacement := range rewrites {
 					if _, err := regexp.Compile(pattern); err != nil {
-						return nil, fmt.Errorf("%s.rewrite: %q is not a regular expression: %w", where, pattern, err)
+						return nil, nil, fmt.Errorf("%s.rewrite: %q is not a regular expression: %w", where, pattern, err)
 					}
 					s, ok := replacement.(string)
 					if !ok {
-						return nil, fmt.Errorf("%s.rewrite[%q]: expected a string, got %s", where, pattern, typeName(replacement))
+						return nil, nil, fmt.Errorf("%s.rewrite[%q]: expected a string, got %s", where, pattern, typeName(replacement))
 					}
 					out[pattern] = s
 				}
@@ -191,24 +193,24 @@ func validateRegistries(mirrors, configs map[string]any) (map[string]node, error
 		for host, raw := range configs {
 			where := "configs." + host
 			if err := checkRegistryHost(where, host); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			c, err := fields(where, raw, configKeys)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			entry := map[string]node{}
 			if v, ok := c["auth"]; ok {
 				auth, err := fields(where+".auth", v, authKeys)
 				if err != nil {
-					return nil, err
+					return nil, nil, err
 				}
 				a := map[string]node{}
 				for k, val := range auth {
 					s, ok := val.(string)
 					if !ok {
 						// Not the value: it may be a secret.
-						return nil, fmt.Errorf("%s.auth.%s: expected a string, got %s", where, k, typeName(val))
+						return nil, nil, fmt.Errorf("%s.auth.%s: expected a string, got %s", where, k, typeName(val))
 					}
 					a[k] = s
 				}
@@ -217,26 +219,39 @@ func validateRegistries(mirrors, configs map[string]any) (map[string]node, error
 			if v, ok := c["tls"]; ok {
 				tls, err := fields(where+".tls", v, tlsKeys)
 				if err != nil {
-					return nil, err
+					return nil, nil, err
 				}
 				t := map[string]node{}
 				for k, val := range tls {
+					if k == "ca" || k == "cert" || k == "key" {
+						continue // content: tlsFiles
+					}
 					if k == "insecure_skip_verify" {
 						b, ok := val.(bool)
 						if !ok {
-							return nil, fmt.Errorf("%s.tls.insecure_skip_verify: expected true or false, got %s", where, typeName(val))
+							return nil, nil, fmt.Errorf("%s.tls.insecure_skip_verify: expected true or false, got %s", where, typeName(val))
 						}
 						t[k] = b
 						continue
 					}
 					s, ok := val.(string)
 					if !ok || !filepath.IsAbs(s) {
-						return nil, fmt.Errorf("%s.tls.%s: expected an absolute path on the node, got %v", where, k, val)
+						return nil, nil, fmt.Errorf("%s.tls.%s: expected an absolute path on the node, got %v", where, k, val)
 					}
 					t[k] = s
 				}
+				given, err := tlsFiles(where, dir, host, t, tls)
+				if err != nil {
+					return nil, nil, err
+				}
+				for p := range given {
+					if _, taken := files[p]; taken {
+						return nil, nil, fmt.Errorf("%s.tls: its files would be %s, as another registry's: the two names differ only where a file name cannot hold the character", where, filepath.Dir(p))
+					}
+				}
+				maps.Copy(files, given)
 				if _, cert := t["cert_file"]; cert != (t["key_file"] != nil) {
-					return nil, fmt.Errorf("%s.tls: cert_file and key_file go together (a client certificate and its key)", where)
+					return nil, nil, fmt.Errorf("%s.tls: a client certificate (cert or cert_file) and its key (key or key_file) go together", where)
 				}
 				entry["tls"] = t
 			}
@@ -244,7 +259,7 @@ func validateRegistries(mirrors, configs map[string]any) (map[string]node, error
 		}
 		doc["configs"] = out
 	}
-	return doc, nil
+	return doc, files, nil
 }
 
 // checkRegistryHost accepts host, host:port or "*".
@@ -435,8 +450,11 @@ func RunRegistries(_ context.Context, req *ansible.Request) (*ansible.Result, er
 	res.Set("path", a.Path)
 	res.Set("restart_needed", false)
 	var content []byte
+	var doc map[string]node
+	var files map[string][]byte
 	if a.State == "present" {
-		doc, err := validateRegistries(a.Mirrors, a.Configs)
+		var err error
+		doc, files, err = validateRegistries(a.Mirrors, a.Configs, tlsDir(a.Path))
 		if err != nil {
 			return res, err
 		}
@@ -444,5 +462,18 @@ func RunRegistries(_ context.Context, req *ansible.Request) (*ansible.Result, er
 		sum := sha256.Sum256([]byte(redactRegistries(string(content), func(string, string) string { return ansible.Redacted })))
 		res.Set("checksum", hex.EncodeToString(sum[:]))
 	}
-	return res, converge(req, res, a.Path, content, a.State == "present", a.Backup, redactRegistries)
+	// The TLS files before the file that points at them.
+	tls, err := convergeTLS(req.CheckMode, tlsDir(a.Path), files)
+	if err != nil {
+		return res, err
+	}
+	if err := converge(req, res, a.Path, content, a.State == "present", a.Backup, redactRegistries); err != nil {
+		return res, err
+	}
+	res.Changed = res.Changed || tls.changed
+	if tls.restart {
+		res.Set("restart_needed", true)
+	}
+	res.Diff = append(res.Diff, tls.diffs...)
+	return res, nil
 }

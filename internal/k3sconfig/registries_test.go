@@ -1,6 +1,7 @@
 package k3sconfig
 
 import (
+	"encoding/pem"
 	"os"
 	"path/filepath"
 	"testing"
@@ -123,7 +124,21 @@ func TestRegistriesBadInput(t *testing.T) {
 		{"relative tls file", map[string]any{"configs": map[string]any{"r.example": map[string]any{"tls": map[string]any{"ca_file": "ca.pem"}}}},
 			`configs.r.example.tls.ca_file: expected an absolute path on the node, got ca.pem`},
 		{"cert without key", map[string]any{"configs": map[string]any{"r.example": map[string]any{"tls": map[string]any{"cert_file": "/c.pem"}}}},
-			`configs.r.example.tls: cert_file and key_file go together`},
+			`configs.r.example.tls: a client certificate (cert or cert_file) and its key (key or key_file) go together`},
+		{"cert content without key", map[string]any{"configs": map[string]any{"r.example": map[string]any{"tls": map[string]any{"cert": testPEM("CERTIFICATE", "c")}}}},
+			`configs.r.example.tls: a client certificate (cert or cert_file) and its key (key or key_file) go together`},
+		{"ca content and path", map[string]any{"configs": map[string]any{"r.example": map[string]any{"tls": map[string]any{"ca": testPEM("CERTIFICATE", "c"), "ca_file": "/ca.pem"}}}},
+			`configs.r.example.tls: ca and ca_file both given`},
+		{"ca that is a key", map[string]any{"configs": map[string]any{"r.example": map[string]any{"tls": map[string]any{"ca": testPEM("PRIVATE KEY", "k")}}}},
+			`configs.r.example.tls.ca: expected PEM content (-----BEGIN CERTIFICATE-----), got a PEM PRIVATE KEY`},
+		{"two registries, one directory", map[string]any{"configs": map[string]any{
+			"r.example:5000": map[string]any{"tls": map[string]any{"ca": testPEM("CERTIFICATE", "c")}},
+			"r.example_5000": map[string]any{"tls": map[string]any{"ca": testPEM("CERTIFICATE", "c")}},
+		}}, `would be `},
+		{"misspelt key, masked", map[string]any{"configs": map[string]any{"r.example": map[string]any{"tls": map[string]any{"kye": testRegistryPassword}}}},
+			`configs.r.example.tls: unknown key "kye" (did you mean key?)`},
+		{"key not PEM, not shown", map[string]any{"configs": map[string]any{"r.example": map[string]any{"tls": map[string]any{"cert": testPEM("CERTIFICATE", "c"), "key": testRegistryPassword}}}},
+			`configs.r.example.tls.key: expected PEM content (-----BEGIN PRIVATE KEY-----), got a string that is not PEM`},
 		{"misspelt secret key, masked", map[string]any{"configs": map[string]any{"r.example": map[string]any{"auth": map[string]any{"pasword": testRegistryPassword}}}},
 			`configs.r.example.auth: unknown key "pasword" (did you mean password?)`},
 	} {
@@ -143,4 +158,90 @@ func TestRegistriesRedactHandEdited(t *testing.T) {
 	b, a := redactPairWith(redactRegistries, before, after)
 	assert.Equal(t, "# mine\nconfigs:\n  r.example:\n    auth:\n      password: <redacted>\n      auth: <redacted>\n  other:\n    auth:\n      password: <redacted>\n", b)
 	assert.Equal(t, "configs:\n  r.example:\n    auth:\n      password: <redacted, changed>\n      auth: <redacted>\n  other:\n    auth:\n      password: <redacted>\n", a)
+}
+
+func testPEM(kind, body string) string {
+	return string(pem.EncodeToMemory(&pem.Block{Type: kind, Bytes: []byte(body)}))
+}
+
+func TestRegistriesTLSContent(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "etc", "rancher", "k3s", "registries.yaml")
+	dir := filepath.Join(filepath.Dir(path), TLSDirName, "r.example_5000")
+	key := testPEM("EC PRIVATE KEY", "client-key-c0ffee")
+	tls := map[string]any{"ca": testPEM("CERTIFICATE", "ca-1"), "cert": testPEM("CERTIFICATE", "client-1"), "key": key}
+	args := func(tls map[string]any) map[string]any {
+		return map[string]any{"path": path, "configs": map[string]any{"r.example:5000": map[string]any{"tls": tls}}}
+	}
+	run := func(args map[string]any) map[string]any {
+		t.Helper()
+		res, code, raw := ansibletest.Run(t, RegistriesModule, RunRegistries, with(args, "_ansible_diff", true))
+		require.Equal(t, 0, code, res["msg"])
+		assert.NotContains(t, raw, "Y2xpZW50LWtleS1jMGZmZWU", "the key's content is never shown")
+		return res
+	}
+	diffOf := func(res map[string]any, file string) map[string]any {
+		diffs, _ := res["diff"].([]any)
+		if one, ok := res["diff"].(map[string]any); ok {
+			diffs = []any{one}
+		}
+		for _, d := range diffs {
+			if d := d.(map[string]any); d["after_header"] == filepath.Join(dir, file) {
+				return d
+			}
+		}
+		return nil
+	}
+
+	res := run(with(args(tls), "_ansible_check_mode", true))
+	assert.Equal(t, true, res["changed"])
+	assert.NoDirExists(t, filepath.Dir(dir), "check mode writes nothing")
+
+	res = run(args(tls))
+	assert.Equal(t, true, res["changed"])
+	assert.Equal(t, true, res["restart_needed"])
+	for file, want := range map[string]any{"ca.crt": tls["ca"], "client.crt": tls["cert"], "client.key": key} {
+		raw, err := os.ReadFile(filepath.Join(dir, file))
+		require.NoError(t, err)
+		assert.Equal(t, want, string(raw), file)
+		info, err := os.Stat(filepath.Join(dir, file))
+		require.NoError(t, err)
+		assert.Equal(t, os.FileMode(0o600), info.Mode().Perm(), file)
+	}
+	for d, mode := range map[string]os.FileMode{dir: 0o700, filepath.Dir(dir): 0o700, filepath.Dir(path): 0o755} {
+		info, err := os.Stat(d)
+		require.NoError(t, err)
+		assert.Equal(t, mode, info.Mode().Perm(), d)
+	}
+	assert.Equal(t, "<redacted>\n", diffOf(res, "client.key")["after"])
+	assert.Equal(t, tls["ca"], diffOf(res, "ca.crt")["after"], "a certificate is public")
+	content, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var doc map[string]any
+	require.NoError(t, yaml.Unmarshal(content, &doc))
+	assert.Equal(t, map[string]any{"configs": map[string]any{"r.example:5000": map[string]any{"tls": map[string]any{
+		"ca_file": filepath.Join(dir, "ca.crt"), "cert_file": filepath.Join(dir, "client.crt"), "key_file": filepath.Join(dir, "client.key"),
+	}}}}, doc, "k3s reads the files")
+
+	res = run(args(tls))
+	assert.Equal(t, false, res["changed"])
+	assert.Equal(t, false, res["restart_needed"])
+
+	// A new key: changed, shown only as changed.
+	newKey := testPEM("EC PRIVATE KEY", "client-key-c0ffee-2")
+	res = run(args(map[string]any{"ca": tls["ca"], "cert": tls["cert"], "key": newKey}))
+	assert.Equal(t, true, res["restart_needed"])
+	assert.Equal(t, map[string]any{"before": "<redacted>\n", "after": "<redacted, changed>\n", "before_header": filepath.Join(dir, "client.key"), "after_header": filepath.Join(dir, "client.key")}, diffOf(res, "client.key"))
+	assert.Nil(t, diffOf(res, "ca.crt"), "the CA did not change")
+
+	// The client certificate dropped: its files go, the CA stays.
+	res = run(args(map[string]any{"ca": tls["ca"]}))
+	assert.Equal(t, true, res["restart_needed"])
+	assert.FileExists(t, filepath.Join(dir, "ca.crt"))
+	assert.NoFileExists(t, filepath.Join(dir, "client.crt"))
+	assert.NoFileExists(t, filepath.Join(dir, "client.key"))
+
+	res = run(map[string]any{"path": path, "state": "absent"})
+	assert.Equal(t, true, res["changed"])
+	assert.NoFileExists(t, path)
+	assert.NoDirExists(t, filepath.Dir(dir), "the TLS directory goes with the file")
 }

@@ -142,6 +142,7 @@ func runOn(t *testing.T, f *fakeNode, where k3snode.Paths, args map[string]any) 
 	}, full)
 	assert.NotContains(t, strings.ReplaceAll(raw, `"token":"`+testToken+`"`, ""), testToken, "the token only as the token value")
 	assert.NotContains(t, raw, testRegistryPassword)
+	assert.NotContains(t, raw, "c2VjcmV0LWNsaWVudC1rZXk=", "the registry client key")
 	return res, code
 }
 

@@ -11,7 +11,11 @@ import (
 	"github.com/gitops-k3s-flux/k3s_flux/internal/k3snode"
 )
 
-const testRegistryPassword = "registry-password-7531"
+const (
+	testRegistryPassword = "registry-password-7531"
+	// A client key given as content (k3s_registries' tls.key): never shown.
+	testRegistryKey = "-----BEGIN EC PRIVATE KEY-----\nc2VjcmV0LWNsaWVudC1rZXk=\n-----END EC PRIVATE KEY-----\n"
+)
 
 // TestRendersFirst: with k3s_config and k3s_registries, the task renders
 // k3s's files first, in the same process, and restarts k3s when they
@@ -27,7 +31,9 @@ func TestRendersFirst(t *testing.T) {
 		"role": "server", "_ansible_diff": true,
 		"k3s_config": map[string]any{"path": configPath, "role": "server", "token": testToken, "config": map[string]any{"node-label": []any{"zone=a"}}},
 		"k3s_registries": map[string]any{"path": registriesPath, "configs": map[string]any{
-			"registry.example:5000": map[string]any{"auth": map[string]any{"username": "k3s", "password": testRegistryPassword}}}},
+			"registry.example:5000": map[string]any{
+				"auth": map[string]any{"username": "k3s", "password": testRegistryPassword},
+				"tls":  map[string]any{"cert": "-----BEGIN CERTIFICATE-----\nY2VydA==\n-----END CERTIFICATE-----\n", "key": testRegistryKey}}}},
 	}
 
 	res, code := runOn(t, f, where, args)
@@ -42,9 +48,10 @@ func TestRendersFirst(t *testing.T) {
 	assert.NotContains(t, rendered, "invocation")
 	assert.Equal(t, true, res["k3s_registries"].(map[string]any)["restart_needed"])
 	diffs := res["diff"].([]any)
-	require.Len(t, diffs, 3, "config, registries, then k3s")
+	require.Len(t, diffs, 5, "config, registries, its two TLS files, then k3s")
 	assert.Contains(t, diffs[0].(map[string]any)["after"], "node-label")
-	assert.Contains(t, diffs[2].(map[string]any)["after"], "(restarted for its new config)")
+	assert.Equal(t, "<redacted>\n", diffs[3].(map[string]any)["after"], "the client key")
+	assert.Contains(t, diffs[4].(map[string]any)["after"], "(restarted for its new config)")
 	invocation := res["invocation"].(map[string]any)["module_args"].(map[string]any)
 	assert.Equal(t, "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER", invocation["k3s_config"].(map[string]any)["token"])
 	assert.Equal(t, "server", invocation["k3s_config"].(map[string]any)["role"], "only the secrets are masked")

@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/gitops-k3s-flux/k3s_flux/tests/bed"
+	"github.com/gitops-k3s-flux/k3s_flux/tests/pki"
 	"github.com/gitops-k3s-flux/k3s_flux/tests/testhosts"
 )
 
@@ -585,20 +586,42 @@ func TestHAPlay(t *testing.T) {
 	})
 
 	t.Run("a registry mirror added later: registries.yaml on every node, k3s restarted to read it", func(t *testing.T) {
+		// The mirror's CA and a client certificate, given as content: the nodes have no Python
+		// to receive files through copy; k3s_registries writes them and points the file at them.
+		ca, err := pki.Write(t.TempDir(), nil, nil)
+		require.NoError(t, err)
+		clientCert, clientKey, err := ca.Issue("k3s-mirror-client", nil, nil, nil)
+		require.NoError(t, err)
+		keyLines := strings.Split(strings.TrimSpace(string(clientKey)), "\n")
+		keyLine := keyLines[len(keyLines)/2]
 		withRegistries := map[string]any{"k8s_cluster_registries": map[string]any{
 			"mirrors": map[string]any{"docker.io": map[string]any{"endpoint": []string{"https://mirror.example.internal:5000"}}},
-			"configs": map[string]any{"mirror.example.internal:5000": map[string]any{"auth": map[string]any{"username": "k3s", "password": e2eRegistryPassword}}},
+			"configs": map[string]any{"mirror.example.internal:5000": map[string]any{
+				"auth": map[string]any{"username": "k3s", "password": e2eRegistryPassword},
+				"tls":  map[string]any{"ca": string(ca.CertPEM), "cert": string(clientCert), "key": string(clientKey)},
+			}},
 		}}
 		for k, v := range vars {
 			withRegistries[k] = v
 		}
-		r := play(withRegistries)
+		r := play(withRegistries, "--diff")
 		require.NoError(t, r.err, r.output)
 		assert.NotContains(t, r.output, e2eRegistryPassword)
+		assert.NotContains(t, r.output, keyLine, "the client key is never shown")
 		restarted := regexp.MustCompile(`(?m)^changed: \[(node\d)\]`).FindAllStringSubmatch(section(r.output, "Configure k3s, install it"), -1)
 		assert.Len(t, restarted, 4, "each node's k3s restarted for its new registries.yaml: %s", r.output)
+		tlsDir := "/etc/rancher/k3s/registries-tls/mirror.example.internal_5000/"
 		for _, h := range b.Hosts.Hosts {
 			assertRootOnly(t, h, "/etc/rancher/k3s/registries.yaml")
+			for file, want := range map[string][]byte{"ca.crt": ca.CertPEM, "client.crt": clientCert, "client.key": clientKey} {
+				assertRootOnly(t, h, tlsDir+file)
+				got, err := h.Exec("cat " + tlsDir + file)
+				require.NoError(t, err)
+				assert.Equal(t, string(want), got, "%s %s", h.Name, file)
+			}
+			registries, err := h.Exec("cat /etc/rancher/k3s/registries.yaml")
+			require.NoError(t, err)
+			assert.Contains(t, registries, tlsDir+"client.key", h.Name)
 			// What k3s read when it started last (the stand-in reads registries.yaml as k3s does).
 			last, err := h.Exec("tail -n 1 /var/lib/rancher/k3s/standin/invocations.log")
 			require.NoError(t, err)
