@@ -604,7 +604,24 @@ func TestHAPlay(t *testing.T) {
 		for k, v := range vars {
 			withRegistries[k] = v
 		}
-		r := play(withRegistries, "--diff")
+		// Bad input first (the key under a misspelt name): refused on the first node, nothing
+		// changed, and the key nowhere in the -vvv output.
+		misspelt := map[string]any{"k8s_cluster_registries": map[string]any{"configs": map[string]any{
+			"mirror.example.internal:5000": map[string]any{"tls": map[string]any{"cert": string(clientCert), "kye": string(clientKey)}},
+		}}}
+		for k, v := range vars {
+			misspelt[k] = v
+		}
+		r := play(misspelt, "--diff", "-vvv")
+		require.Error(t, r.err)
+		assert.Contains(t, r.output, `unknown key \"kye\" (did you mean key?)`)
+		assert.NotContains(t, r.output, keyLine, "the client key is never shown, also when refused")
+		for _, h := range b.Hosts.Hosts {
+			_, err := h.Exec("test ! -e /etc/rancher/k3s/registries.yaml && test ! -e /etc/rancher/k3s/registries-tls")
+			assert.NoError(t, err, "%s unchanged", h.Name)
+		}
+
+		r = play(withRegistries, "--diff", "-vvv")
 		require.NoError(t, r.err, r.output)
 		assert.NotContains(t, r.output, e2eRegistryPassword)
 		assert.NotContains(t, r.output, keyLine, "the client key is never shown")
