@@ -1,6 +1,7 @@
 package fluxinstance
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -148,6 +149,22 @@ func TestInstanceAgainstAnInMemoryCluster(t *testing.T) {
 		assert.Equal(t, 1, code)
 		assert.Contains(t, res["msg"], "FluxInstance flux-system/flux not Ready after 1s: Ready=Unknown Progressing: generation 2 not yet observed (at 1)")
 		assert.NotEmpty(t, res["conditions"])
+	})
+
+	t.Run("no progress: a reconcile is requested of the operator, which moves it on", func(t *testing.T) {
+		go func() { // the operator, once asked
+			for c.Object(instanceGVR, "flux-system", "flux").GetAnnotations()[kube.ReconcileRequestedAt] == "" {
+				time.Sleep(50 * time.Millisecond)
+			}
+			markReady(c, true, false)
+		}()
+		args := base("2.10.x")
+		args["wait_timeout"], args["reconcile_stalled_after"], args["_ansible_verbosity"] = 30, 1, 1
+		res, code := apply(args)
+		require.Equal(t, 0, code, res["msg"])
+		assert.Equal(t, true, res["ready"])
+		assert.Equal(t, []any{"FluxInstance/flux-system/flux"}, res["reconciles_requested"])
+		assert.Contains(t, fmt.Sprint(res["progress"]), "requested a reconcile of FluxInstance/flux-system/flux: its status has not changed for 1s (Ready=Unknown Progressing: generation 2 not yet observed (at 1))")
 	})
 
 	t.Run("Stalled is terminal", func(t *testing.T) {

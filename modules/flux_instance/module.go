@@ -25,6 +25,7 @@ var module = &ansible.Module{
 	},
 	Spec: ansible.Spec{
 		Options: append(append(kube.ConnectionOptions(), kube.WaitOptions(true, "Wait until the instance is Ready (or, with C(state=absent), gone).")...),
+			kube.ReconcileOption("the FluxInstance (the Flux Operator honours the annotation)"),
 			ansible.Option{Name: "src", Type: ansible.TypePath, Format: ansible.FormatFile,
 				Description: []string{"A YAML file holding the FluxInstance, such as C(flux/cluster.yaml), read on the controller."}},
 			ansible.Option{Name: "definition", Type: ansible.TypeDict,
@@ -72,6 +73,7 @@ var module = &ansible.Module{
 		{Name: "last_applied_revision", Description: []string{"The Flux distribution revision the operator applied."}, Returned: "state is present", Type: "str", Sample: "v2.9.5@sha256:4cc5..."},
 		{Name: "components", Description: []string{"The installed controllers: name, repository, tag."}, Returned: "state is present", Type: "list", Sample: []any{map[string]any{"name": "source-controller", "repository": "ghcr.io/fluxcd/source-controller", "tag": "v1.9.5"}}},
 		{Name: "adopted", Description: []string{"Whether Flux has adopted the instance, so it was left alone."}, Returned: "always", Type: "bool", Sample: false},
+		{Name: "reconciles_requested", Description: []string{"Each reconcile the wait for Ready requested of the operator (see C(reconcile_stalled_after)), as C(FluxInstance/namespace/flux)."}, Returned: "always", Type: "list", Sample: []any{}},
 		{Name: "conditions", Description: []string{"The instance's conditions, when a wait failed."}, Returned: "failure", Type: "list", Sample: []any{}},
 		{Name: "events", Description: []string{"Recent events of the instance (or of the operator Deployment), when a wait failed."}, Returned: "failure", Type: "list", Sample: []any{}},
 	},

@@ -45,6 +45,7 @@ type args struct {
 	Uninstall          bool           `json:"uninstall"`
 	Force              bool           `json:"force"`
 	HostNetwork        bool           `json:"host_network"`
+	ReconcileAfter     int            `json:"reconcile_stalled_after"`
 }
 
 // loadInstance reads and checks the FluxInstance; errors name the field.
@@ -91,6 +92,10 @@ func run(ctx context.Context, req *ansible.Request, connect kube.Connector) (*an
 	}
 	res := &ansible.Result{}
 	res.Set("adopted", false)
+	res.Set("reconciles_requested", []string{})
+	if a.ReconcileAfter < 0 {
+		return res, fmt.Errorf("reconcile_stalled_after must be 0 (never) or a number of seconds, got %d", a.ReconcileAfter)
+	}
 	var desired *unstructured.Unstructured
 	if a.State == "present" {
 		var err error
@@ -186,7 +191,9 @@ func run(ctx context.Context, req *ansible.Request, connect kube.Connector) (*an
 		}
 	}
 	if a.Wait && !req.CheckMode {
-		last, err := waitReady(ctx, clients, current, timeout, req)
+		nudger := &kube.Nudger{After: time.Duration(a.ReconcileAfter) * time.Second, Now: time.Now}
+		last, requested, err := waitReady(ctx, clients, current, timeout, nudger, req)
+		res.Set("reconciles_requested", requested)
 		if err != nil {
 			if last != nil {
 				res.Set("conditions", kube.Conditions(last))
@@ -321,11 +328,14 @@ func missingSecrets(ctx context.Context, c *kube.Clients, required []string) ([]
 }
 
 // waitReady waits until the instance is Ready for its generation and
-// returns it as it last saw it; on timeout the error carries its Ready
-// condition.
-func waitReady(ctx context.Context, c *kube.Clients, obj *unstructured.Unstructured, timeout time.Duration, req *ansible.Request) (*unstructured.Unstructured, error) {
+// returns it as it last saw it, with the reconciles it requested of the
+// operator while the instance showed no progress (nudger); on timeout the
+// error carries its Ready condition.
+func waitReady(ctx context.Context, c *kube.Clients, obj *unstructured.Unstructured, timeout time.Duration, nudger *kube.Nudger, req *ansible.Request) (*unstructured.Unstructured, []string, error) {
 	ns := obj.GetNamespace()
+	key := instanceKind + "/" + ns + "/" + instanceName
 	var last *unstructured.Unstructured
+	requested := []string{}
 	ready, err := kube.Poll(ctx, 250*time.Millisecond, timeout, func(ctx context.Context) (bool, error) {
 		o, err := c.Get(ctx, instanceGVR, ns, instanceName)
 		if err != nil || o == nil {
@@ -336,7 +346,18 @@ func waitReady(ctx context.Context, c *kube.Clients, obj *unstructured.Unstructu
 		if cond, stalled := kube.StalledOf(o); stalled {
 			return false, fmt.Errorf("FluxInstance %s/%s is stalled: %s: %s", ns, instanceName, cond.Reason, cond.Message)
 		}
-		return handedOff(o), nil
+		if handedOff(o) {
+			return true, nil
+		}
+		if nudger.Due(key, kube.StatusState(o)) {
+			if err := c.RequestReconcile(ctx, instanceGVR, ns, instanceName, time.Now()); err != nil {
+				return false, err
+			}
+			requested = append(requested, key)
+			r := kube.ReadinessOf(o)
+			req.Progress("requested a reconcile of %s: its status has not changed for %ds (Ready=%s %s: %s)", key, int(nudger.After.Seconds()), r.Status, r.Reason, r.Message)
+		}
+		return false, nil
 	}, kube.Reporter(req.Progress, func() {
 		if last != nil {
 			r := kube.ReadinessOf(last)
@@ -345,19 +366,23 @@ func waitReady(ctx context.Context, c *kube.Clients, obj *unstructured.Unstructu
 	}))
 	if ready {
 		req.Progress("FluxInstance %s/%s is Ready", ns, instanceName)
-		return last, nil
+		return last, requested, nil
 	}
 	if err != nil {
-		return last, err
+		return last, requested, err
 	}
 	r := kube.Readiness{Status: "Unknown", Reason: "NotFound", Message: "the instance is gone"}
 	if last != nil {
 		r = kube.ReadinessOf(last)
 	}
-	if r.Ready {
-		return last, fmt.Errorf("FluxInstance %s/%s Ready but no applied revision in its status after %s", ns, instanceName, timeout)
+	nudged := ""
+	if len(requested) > 0 {
+		nudged = fmt.Sprintf("; no progress after %d reconcile requests", len(requested))
 	}
-	return last, fmt.Errorf("FluxInstance %s/%s not Ready after %s: Ready=%s %s: %s", ns, instanceName, timeout, r.Status, r.Reason, r.Message)
+	if r.Ready {
+		return last, requested, fmt.Errorf("FluxInstance %s/%s Ready but no applied revision in its status after %s%s", ns, instanceName, timeout, nudged)
+	}
+	return last, requested, fmt.Errorf("FluxInstance %s/%s not Ready after %s: Ready=%s %s: %s%s", ns, instanceName, timeout, r.Status, r.Reason, r.Message, nudged)
 }
 
 // handedOff: Ready for the current generation and the applied revision

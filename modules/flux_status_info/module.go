@@ -9,7 +9,7 @@ var module = &ansible.Module{
 	Name:             "flux_status_info",
 	ShortDescription: "Report what Flux reconciles: sources, Kustomizations, HelmReleases and what is failing",
 	Description: []string{
-		"An info module: read-only, the same in check mode. (Named C(flux_status) before 0.1.0; that name redirects here.) Lists every Flux source (GitRepository, OCIRepository, HelmRepository, Bucket) with its Ready state and revision, every Kustomization and HelmRelease with its Ready state, reason and C(dependsOn), and the list of what is not Ready.",
+		"An info module: read-only, the same in check mode, except that a wait may ask Flux to reconcile what shows no progress (C(reconcile_stalled_after)), as C(flux reconcile) does. (Named C(flux_status) before 0.1.0; that name redirects here.) Lists every Flux source (GitRepository, OCIRepository, HelmRepository, Bucket) with its Ready state and revision, every Kustomization and HelmRelease with its Ready state, reason and C(dependsOn), and the list of what is not Ready.",
 		"With C(wait), waits until nothing is failing (and, with C(wait_for_revision), until the source serves that revision), and on timeout fails with the last conditions and recent events of what is still failing.",
 		"This is what C(just fx sources) and C(just fx failing) show, as results a play can assert on.",
 	},
@@ -24,6 +24,7 @@ var module = &ansible.Module{
 	},
 	Spec: ansible.Spec{
 		Options: append(append(kube.ConnectionOptions(), kube.WaitOptions(false, "Wait until nothing is failing (and the revision is served).")...),
+			kube.ReconcileOption("each object that is not Ready (and the source, while it does not serve C(wait_for_revision))"),
 			ansible.Option{Name: "namespace", Format: ansible.FormatNamespace, Description: []string{"Only report objects in this namespace. Default: all namespaces."}},
 			ansible.Option{Name: "source", Default: "flux-system/flux-system", Format: ansible.FormatNamespacedName,
 				Description: []string{"The source C(wait_for_revision) applies to, as C(namespace/name) (any source kind)."}},
@@ -52,6 +53,7 @@ var module = &ansible.Module{
 			Sample: []any{map[string]any{"namespace": "flux-system", "name": "apps", "ready": false, "reason": "DependencyNotReady", "depends_on": []any{"flux-system/infra-configs"}}}},
 		{Name: "helmreleases", Description: []string{"Each HelmRelease, as for Kustomizations."}, Returned: "always", Type: "list", Sample: []any{}},
 		{Name: "failing", Description: []string{"What is not Ready, one line each: C(Kind/namespace/name: reason: message)."}, Returned: "always", Type: "list", Sample: []any{"Kustomization/flux-system/apps: DependencyNotReady: dependency 'flux-system/infra-configs' is not ready"}},
+		{Name: "reconciles_requested", Description: []string{"Each reconcile the wait requested (see C(reconcile_stalled_after)), as C(Kind/namespace/name), in order."}, Returned: "always", Type: "list", Sample: []any{"Kustomization/flux-system/apps"}},
 		{Name: "events", Description: []string{"Recent events of each failing object, when a wait timed out."}, Returned: "failure after a wait", Type: "dict", Sample: map[string]any{}},
 	},
 }

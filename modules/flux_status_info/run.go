@@ -25,6 +25,7 @@ type args struct {
 	WaitForRevision string `json:"wait_for_revision"`
 	Wait            bool   `json:"wait"`
 	WaitTimeout     int    `json:"wait_timeout"`
+	ReconcileAfter  int    `json:"reconcile_stalled_after"`
 }
 
 // kinds Flux reports on, by group.
@@ -44,6 +45,16 @@ type kind struct {
 	GVR  schema.GroupVersionResource
 }
 
+// gvrOf is the resource of a reported kind.
+func gvrOf(name string) schema.GroupVersionResource {
+	for _, k := range append([]kind{kustomizationKind, helmReleaseKind}, sourceKinds...) {
+		if k.Name == name {
+			return k.GVR
+		}
+	}
+	panic("flux_status_info reports no kind " + name)
+}
+
 // item is one reported object.
 type item struct {
 	Kind      string   `json:"kind"`
@@ -59,13 +70,17 @@ type item struct {
 	// stalled is the Stalled condition's reason and message when Flux gave
 	// up on the current generation.
 	stalled string
+	// state is what shows progress (kube.StatusState).
+	state string
 }
 
 func (i item) failing() bool { return !i.Ready && !i.Suspended }
 
 func (i item) line() string {
-	return fmt.Sprintf("%s/%s/%s: %s: %s", i.Kind, i.Namespace, i.Name, i.Reason, i.Message)
+	return fmt.Sprintf("%s: %s: %s", i.key(), i.Reason, i.Message)
 }
+
+func (i item) key() string { return i.Kind + "/" + i.Namespace + "/" + i.Name }
 
 // report is the state of Flux at one moment.
 type report struct {
@@ -77,6 +92,7 @@ type report struct {
 	SourceFound    bool
 	RevisionWanted string
 	RevisionServed string
+	sourceKey      string // Kind/namespace/name of the source found
 }
 
 // ready: the source exists, nothing is failing, and the source serves the
@@ -94,6 +110,20 @@ func (r report) terminal() string {
 		}
 	}
 	return ""
+}
+
+// waitingOn is what the wait needs to move: what is failing, and the
+// source while it does not serve the revision asked for.
+func (r report) waitingOn() []item {
+	items := append([]item{}, r.Failing...)
+	if r.SourceFound && r.RevisionWanted != "" && !revisionMatches(r.RevisionServed, r.RevisionWanted) {
+		for _, s := range r.Sources {
+			if s.key() == r.sourceKey && !s.failing() {
+				items = append(items, s)
+			}
+		}
+	}
+	return items
 }
 
 // revisionMatches accepts a full revision or a commit SHA prefix.
@@ -120,11 +150,19 @@ func run(ctx context.Context, req *ansible.Request, connect kube.Connector) (*an
 	if !ok || srcNS == "" || srcName == "" {
 		return nil, fmt.Errorf("source must be namespace/name, got %q", a.Source)
 	}
+	if a.ReconcileAfter < 0 {
+		return nil, fmt.Errorf("reconcile_stalled_after must be 0 (never) or a number of seconds, got %d", a.ReconcileAfter)
+	}
 	clients, err := connect(a.Connection)
 	if err != nil {
 		return nil, err
 	}
 	var rep report
+	nudger := kube.Nudger{After: time.Duration(a.ReconcileAfter) * time.Second, Now: time.Now}
+	if req.CheckMode {
+		nudger.After = 0 // a request is a write
+	}
+	requested := []string{}
 	collect := func(ctx context.Context) (bool, error) {
 		// A check cut short keeps the last whole report, for the timeout's
 		// message.
@@ -141,7 +179,20 @@ func run(ctx context.Context, req *ansible.Request, connect kube.Connector) (*an
 		if a.Wait && rep.terminal() != "" {
 			return false, errors.New(rep.terminal())
 		}
-		return rep.ready(), nil
+		if !a.Wait || rep.ready() {
+			return rep.ready(), nil
+		}
+		for _, it := range rep.waitingOn() {
+			if !nudger.Due(it.key(), it.state) {
+				continue
+			}
+			if err := clients.RequestReconcile(ctx, gvrOf(it.Kind), it.Namespace, it.Name, time.Now()); err != nil {
+				return false, err
+			}
+			requested = append(requested, it.key())
+			req.Progress("requested a reconcile of %s: its status has not changed for %ds (%s: %s)", it.key(), a.ReconcileAfter, it.Reason, it.Message)
+		}
+		return false, nil
 	}
 	if a.Wait {
 		_, err = kube.Poll(ctx, 500*time.Millisecond, time.Duration(a.WaitTimeout)*time.Second, collect, kube.Reporter(req.Progress, func() {
@@ -151,6 +202,7 @@ func run(ctx context.Context, req *ansible.Request, connect kube.Connector) (*an
 		_, err = collect(ctx)
 	}
 	res := &ansible.Result{}
+	res.Set("reconciles_requested", requested)
 	if err != nil {
 		return res, err
 	}
@@ -172,10 +224,10 @@ func run(ctx context.Context, req *ansible.Request, connect kube.Connector) (*an
 		events[fmt.Sprintf("%s/%s/%s", f.Kind, f.Namespace, f.Name)] = clients.RecentEvents(ctx, f.Namespace, f.Kind, f.Name, 5)
 	}
 	res.Set("events", events)
-	return res, timeoutError(a, rep, failing)
+	return res, timeoutError(a, rep, failing, requested)
 }
 
-func timeoutError(a args, rep report, failing []string) error {
+func timeoutError(a args, rep report, failing, requested []string) error {
 	var why []string
 	if !rep.Installed {
 		why = append(why, "Flux's CRDs are not installed")
@@ -191,6 +243,9 @@ func timeoutError(a args, rep report, failing []string) error {
 	}
 	if len(failing) > 0 {
 		why = append(why, fmt.Sprintf("%d not Ready: %s", len(failing), strings.Join(failing, "; ")))
+	}
+	if len(requested) > 0 {
+		why = append(why, fmt.Sprintf("no progress after %d reconcile requests (%s)", len(requested), strings.Join(requested, ", ")))
 	}
 	return fmt.Errorf("Flux not ready after %ds: %s", a.WaitTimeout, strings.Join(why, "; "))
 }
@@ -249,6 +304,7 @@ func collectReport(ctx context.Context, c *kube.Clients, namespace, srcNS, srcNa
 		if it.Namespace == srcNS && it.Name == srcName {
 			rep.SourceFound = true
 			rep.RevisionServed = it.Revision
+			rep.sourceKey = it.key()
 		}
 	}
 	var err error
@@ -293,7 +349,7 @@ func list(ctx context.Context, c *kube.Clients, k kind, namespace string) ([]ite
 func toItem(kind string, obj *unstructured.Unstructured) item {
 	r := kube.ReadinessOf(obj)
 	it := item{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName(), Ready: r.Ready, Status: r.Status,
-		Reason: r.Reason, Message: r.Message, Suspended: r.Suspended}
+		Reason: r.Reason, Message: r.Message, Suspended: r.Suspended, state: kube.StatusState(obj)}
 	if c, ok := kube.StalledOf(obj); ok {
 		it.stalled = c.Reason + ": " + c.Message
 	}

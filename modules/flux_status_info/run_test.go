@@ -48,6 +48,8 @@ status:
   lastAppliedRevision: main@sha1:abc
   conditions: [{type: Ready, status: "False", reason: DependencyNotReady, message: "dependency not ready"}]
 `))
+	assert.Contains(t, ks.state, "DependencyNotReady", "its status, to see progress")
+	ks.state = ""
 	assert.Equal(t, item{Kind: "Kustomization", Namespace: "flux-system", Name: "apps", Status: "False", Reason: "DependencyNotReady",
 		Message: "dependency not ready", Revision: "main@sha1:abc", DependsOn: []string{"flux-system/infra-configs", "other/crds"}}, ks)
 	assert.True(t, ks.failing())

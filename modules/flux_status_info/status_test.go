@@ -1,7 +1,9 @@
 package fluxstatus
 
 import (
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -143,6 +145,58 @@ func TestStatusAgainstAnInMemoryCluster(t *testing.T) {
 		res, code = status(t, instance(map[string]any{"sync": map[string]any{"kind": "GitRepository", "name": "cluster"}}), map[string]any{"wait": true, "wait_timeout": 60})
 		assert.Equal(t, 1, code)
 		assert.Contains(t, res["msg"], "syncs through GitRepository flux-system/cluster, not flux-system/flux-system: set source to flux-system/cluster")
+	})
+
+	// A Kustomization kept "Reconciliation in progress" (a controller that lost
+	// its watch in an API server outage) is asked to reconcile again, as
+	// `flux reconcile` asks; the wait ends once that moves it on.
+	stuck := func() *kubetest.Cluster {
+		c := fluxCluster()
+		c.Put(fluxObject(kustomizationKind, "flux-system", "apps", false, "Progressing", "Reconciliation in progress"))
+		return c
+	}
+	requestedAt := func(c *kubetest.Cluster) string {
+		return c.Object(kustomizationKind.GVR, "flux-system", "apps").GetAnnotations()[kube.ReconcileRequestedAt]
+	}
+	t.Run("no progress: a reconcile is requested, and the request moves it on", func(t *testing.T) {
+		c := stuck()
+		go func() { // the controller, once asked
+			for requestedAt(c) == "" {
+				time.Sleep(50 * time.Millisecond)
+			}
+			c.Put(fluxObject(kustomizationKind, "flux-system", "apps", true, "ReconciliationSucceeded", "Applied revision: "+revision))
+		}()
+		res, code, out := ansibletest.Run(t, module, kube.With(run, c.Connector()),
+			map[string]any{"wait": true, "wait_timeout": 30, "reconcile_stalled_after": 1, "_ansible_verbosity": 1})
+		require.Equal(t, 0, code, res["msg"])
+		assert.Equal(t, true, res["ready"])
+		assert.Equal(t, []any{"Kustomization/flux-system/apps"}, res["reconciles_requested"])
+		assert.Contains(t, fmt.Sprint(res["progress"])+out, "requested a reconcile of Kustomization/flux-system/apps: its status has not changed for 1s (Progressing: Reconciliation in progress)")
+	})
+	t.Run("nothing moves: at most three requests, and the failure says so", func(t *testing.T) {
+		c := stuck()
+		res, code := status(t, c, map[string]any{"wait": true, "wait_timeout": 4, "reconcile_stalled_after": 1})
+		assert.Equal(t, 1, code)
+		n := len(res["reconciles_requested"].([]any))
+		assert.True(t, n >= 2 && n <= kube.MaxReconcileRequests, "%d requests", n)
+		assert.Contains(t, res["msg"], "Kustomization/flux-system/apps: Progressing: Reconciliation in progress")
+		assert.Contains(t, res["msg"], fmt.Sprintf("no progress after %d reconcile requests (Kustomization/flux-system/apps", n))
+		assert.NotEmpty(t, requestedAt(c))
+	})
+	t.Run("check mode and 0 request nothing", func(t *testing.T) {
+		for _, args := range []map[string]any{{"_ansible_check_mode": true, "reconcile_stalled_after": 1}, {"reconcile_stalled_after": 0}} {
+			c := stuck()
+			args["wait"], args["wait_timeout"] = true, 3
+			res, code := status(t, c, args)
+			assert.Equal(t, 1, code)
+			assert.Equal(t, []any{}, res["reconciles_requested"])
+			assert.Equal(t, 0, c.Writes(), "%v", args)
+		}
+	})
+	t.Run("a negative reconcile_stalled_after is refused", func(t *testing.T) {
+		res, code := status(t, stuck(), map[string]any{"reconcile_stalled_after": -1})
+		assert.Equal(t, 1, code)
+		assert.Equal(t, "reconcile_stalled_after must be 0 (never) or a number of seconds, got -1", res["msg"])
 	})
 
 	t.Run("an API error is reported, naming the resource", func(t *testing.T) {
