@@ -40,7 +40,7 @@ APT_PACKAGES := ansible-core openssh-server openssh-client iproute2 util-linux g
 BENCH_APT_PACKAGES := ansible python3-kubernetes time
 ROUNDS ?= 5
 
-.PHONY: help build docs fuzz lint test test-sanity test-unit test-integration test-e2e test-molecule testbed-bin testbed-rootfs collection release deps bench demo demo-collection demo-down clean
+.PHONY: help build docs fuzz lint soak test test-sanity test-unit test-integration test-e2e test-molecule testbed-bin testbed-rootfs collection release deps bench demo demo-collection demo-down clean
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9-]+:.*## / {printf "  %-17s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -84,7 +84,7 @@ fuzz: ## Fuzz every module's arguments for no_log leaks (FUZZTIME=30s each; go t
 	@for p in $(FUZZ_PACKAGES); do echo "fuzz $$p"; go test $$p -run '^$$' -fuzz '^FuzzNoLog$$' -fuzztime $(FUZZTIME) | tail -2; done
 
 test-integration: testbed-bin ## Integration tests against the test bed's real API server, registry and Flux (needs root)
-	go test -tags integration -count=1 -p 1 -timeout 30m ./...
+	go test -tags integration -count=1 -p 1 -timeout 30m $(GOTESTFLAGS) ./...
 
 testbed-bin: ## Build the test bed's binaries from the Go module proxy into ~/.cache/k3s_flux/bin (skips what is cached)
 	tests/tools/build.sh
@@ -98,6 +98,11 @@ test-e2e: build testbed-rootfs ## End-to-end tests over SSH to test hosts (needs
 		go test -tags e2e -count=1 -timeout 20m -v ./tests/e2e/...
 	venv="$$(tests/tools/venv.sh)" && just="$$(tests/tools/just.sh)" && PATH="$$venv/bin:$$just:$$PATH" E2E_ANSIBLE_CORE="$$(sed -n 's/^ansible-core==//p' requirements.txt)" E2E_PIPELINING=true \
 		go test -tags e2e -count=1 -timeout 20m -v ./tests/e2e/...
+
+N ?= 3
+
+soak: deps testbed-bin testbed-rootfs build ## Run the integration and e2e tiers N times (N=3) and list each test's passes, failures and durations (not part of make test)
+	tests/tools/soak.sh $(N)
 
 test-molecule: testbed-bin build ## molecule test of the default scenario against the test bed (molecule from requirements.txt)
 	tests/tools/molecule.sh

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# make soak N=3: the integration and end-to-end tiers N times in a row, then each test's runs,
+# passes, failures and durations, for finding tests that fail now and then. Not part of make test.
+# The e2e tier runs twice a round (both ansible-cores), so its tests count two runs a round.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+cd "$root"
+rounds="${1:-3}"
+logs="$(mktemp -d /tmp/k3sf-soak-XXXXXX)"
+failed_rounds=0
+for i in $(seq 1 "$rounds"); do
+  start=$SECONDS
+  # -k: an integration failure does not keep the e2e tier from running.
+  if make -k test-integration test-e2e GOTESTFLAGS=-v >"$logs/round-$i.log" 2>&1; then
+    echo "soak round $i of $rounds: passed in $((SECONDS - start)) s"
+  else
+    failed_rounds=$((failed_rounds + 1))
+    echo "soak round $i of $rounds: FAILED in $((SECONDS - start)) s (log: $logs/round-$i.log)"
+  fi
+done
+# One line per test and subtest: runs, passes, failures, skips, shortest and longest duration.
+printf '%-90s %5s %6s %6s %5s %s\n' test runs passed failed skip seconds
+cat "$logs"/round-*.log | awk '
+  match($0, /--- (PASS|FAIL|SKIP): [^ ]+ \([0-9.]+s\)/) {
+    split(substr($0, RSTART + 4, RLENGTH - 4), f, /[: ()]+/)
+    verdict = f[1]; name = f[2]; secs = f[3] + 0
+    runs[name]++; count[name, verdict]++
+    if (!(name in lo) || secs < lo[name]) lo[name] = secs
+    if (secs > hi[name]) hi[name] = secs
+  }
+  END {
+    for (t in runs) {
+      printf "%-90s %5d %6d %6d %5d %.0f-%.0f\n", t, runs[t], count[t, "PASS"], count[t, "FAIL"], count[t, "SKIP"], lo[t], hi[t]
+      passed += count[t, "PASS"]; failed += count[t, "FAIL"]
+    }
+    printf "~soak: %d passed, %d failed\n", passed, failed
+  }' | sort | sed 's/^~//'
+echo "logs: $logs"
+[ "$failed_rounds" -eq 0 ]
