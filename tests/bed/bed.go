@@ -11,10 +11,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -151,7 +153,7 @@ func Start(t testing.TB, opts Options) *Bed {
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
-			report := fmt.Sprintf("the test bed of %s as %s failed:\n%s", opts.Name, t.Name(), b.Report(8))
+			report := fmt.Sprintf("the test bed of %s as %s failed (%s):\n%s", opts.Name, t.Name(), keepLogs(opts.Dir, opts.Name), b.Report(8))
 			t.Log(report)
 			failures.Lock()
 			failures.reports = append(failures.reports, report)
@@ -162,6 +164,32 @@ func Start(t testing.TB, opts Options) *Bed {
 		}
 	})
 	return b
+}
+
+// keepLogs copies the logs of a failed test's bed (every process's, Flux's
+// among them) out of the test's temporary directory, which is removed, to
+// one of their own under the system's, and says where.
+func keepLogs(dir, name string) string {
+	kept, err := os.MkdirTemp("", "k3sf-failed-"+name+"-")
+	if err != nil {
+		return "logs not kept: " + err.Error()
+	}
+	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".log") {
+			return nil // a file gone meanwhile is not worth failing the report
+		}
+		rel, _ := filepath.Rel(dir, path)
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			return nil
+		}
+		target := filepath.Join(kept, strings.ReplaceAll(rel, string(filepath.Separator), "_"))
+		return os.WriteFile(target, raw, 0o600)
+	})
+	if err != nil {
+		return "logs not kept: " + err.Error()
+	}
+	return "its logs are kept in " + kept
 }
 
 // Down stops everything the bed started, by PID, and removes its files.

@@ -142,8 +142,14 @@ func (r *Release) Install(dir string) (string, error) {
 		return "", err
 	}
 	path := filepath.Join(dir, "collections")
+	// Installed into path only: without its own collections path, ansible-galaxy
+	// takes a copy already in ~/.ansible/collections for this one and installs nothing.
+	env, err := AnsibleEnv(filepath.Join(dir, "galaxy"), path, "")
+	if err != nil {
+		return "", err
+	}
 	cmd := exec.Command("ansible-galaxy", "collection", "install", "-r", reqs, "-p", path)
-	cmd.Env = append(os.Environ(), "ANSIBLE_GALAXY_SERVER="+r.URL, "ANSIBLE_GALAXY_CACHE_DIR="+filepath.Join(dir, "galaxy-cache"))
+	cmd.Env = append(env, "ANSIBLE_GALAXY_SERVER="+r.URL, "ANSIBLE_GALAXY_CACHE_DIR="+filepath.Join(dir, "galaxy-cache"))
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("ansible-galaxy collection install -r requirements.yml: %w: %s", err, out)
 	}

@@ -37,12 +37,18 @@ type collection struct {
 // loopback, installed with ansible-galaxy -r requirements.yml; the first
 // controller-side task fetches the controller binary from the release there
 // into the cache (XDG_CACHE_HOME) under dir.
+//
+// Every Ansible command runs as a user who already installed the collection
+// the README's way: HOME is userHome, whose ~/.ansible/collections holds a
+// decoy of the same version (bed.Release.UserHomeWithCollection), so a test
+// that is not hermetic fails.
 var installed struct {
-	once    sync.Once
-	dir     string
-	path    string
-	release *bed.Release
-	err     error
+	once     sync.Once
+	dir      string
+	path     string
+	userHome string
+	release  *bed.Release
+	err      error
 }
 
 func TestMain(m *testing.M) {
@@ -86,6 +92,9 @@ func installRelease(root string) (string, error) {
 		return "", err
 	}
 	installed.release = r
+	if installed.userHome, err = r.UserHomeWithCollection(dir); err != nil {
+		return "", err
+	}
 	return r.Install(dir)
 }
 
@@ -94,18 +103,38 @@ func installRelease(root string) (string, error) {
 // with the newer one), so both ways a task reaches a node are tested.
 func pipelining() bool { return strings.EqualFold(os.Getenv("E2E_PIPELINING"), "true") }
 
+// env is the environment of the tests' Ansible commands: hermetic
+// (bed.AnsibleEnv), with config as the ansible.cfg they read (empty: one of
+// their own), run by the user of installed.userHome.
 func (c collection) env(t *testing.T) []string {
-	return append(os.Environ(),
+	return c.envWith(t, "")
+}
+
+func (c collection) envWith(t *testing.T, config string) []string {
+	t.Helper()
+	env, err := bed.AnsibleEnv(t.TempDir(), c.path, config)
+	require.NoError(t, err)
+	return append(env,
+		"HOME="+installed.userHome,
 		"ANSIBLE_PIPELINING="+strconv.FormatBool(pipelining()),
-		"ANSIBLE_COLLECTIONS_PATH="+c.path,
 		"ANSIBLE_NOCOLOR=1",
 		"ANSIBLE_FORCE_COLOR=0",
 		"ANSIBLE_RETRY_FILES_ENABLED=0",
 		"ANSIBLE_SSH_CONTROL_PATH_DIR="+t.TempDir(),
-		"ANSIBLE_LOCAL_TEMP="+t.TempDir(),
 		"GITOPS_K3S_FLUX_RELEASE_URL="+installed.release.ReleaseURL,
 		"XDG_CACHE_HOME="+filepath.Join(installed.dir, "cache"),
 	)
+}
+
+// configIn is dir's ansible.cfg, which Ansible reads when it runs there, or "".
+func configIn(dir string) string {
+	if dir == "" {
+		return ""
+	}
+	if _, err := os.Stat(filepath.Join(dir, "ansible.cfg")); err != nil {
+		return ""
+	}
+	return filepath.Join(dir, "ansible.cfg")
 }
 
 // playResult is one ansible-playbook run.
@@ -134,7 +163,7 @@ func (c collection) playWith(t *testing.T, env []string, args ...string) playRes
 // extra environment variables.
 func (c collection) playIn(t *testing.T, dir string, env []string, args ...string) playResult {
 	t.Helper()
-	r := runIn(dir, append(c.env(t), env...), "ansible-playbook", args...)
+	r := runIn(dir, append(c.envWith(t, configIn(dir)), env...), "ansible-playbook", args...)
 	noteFailure(t, r)
 	return r
 }
@@ -176,7 +205,8 @@ func (c collection) justIn(t *testing.T, dir string, args ...string) playResult 
 	t.Helper()
 	var env []string
 	for _, kv := range c.env(t) {
-		if !strings.HasPrefix(kv, "KUBECONFIG=") {
+		// The recipes run ansible-playbook where the repository's ansible.cfg is.
+		if !strings.HasPrefix(kv, "KUBECONFIG=") && !strings.HasPrefix(kv, "ANSIBLE_CONFIG=") {
 			env = append(env, kv)
 		}
 	}

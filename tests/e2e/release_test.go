@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/gitops-k3s-flux/k3s_flux/tests/bed"
 )
 
 // TestRelease is the release a user installs (every e2e test runs on it):
@@ -94,5 +96,44 @@ func TestRelease(t *testing.T) {
 		for _, f := range left {
 			assert.True(t, strings.HasSuffix(f, ".lock"), "nothing kept: %s", f)
 		}
+	})
+}
+
+// TestHermeticWithTheCollectionInstalled: every e2e test runs as a user who
+// already installed this version of the collection the README's way, into
+// ~/.ansible/collections, where a plain ansible-galaxy sees it and a plain
+// play runs it (there it is a decoy whose plays fail saying so). The
+// tests' own Ansible sees only the copy they installed.
+func TestHermeticWithTheCollectionInstalled(t *testing.T) {
+	c := installCollection(t)
+	users := filepath.Join(installed.userHome, ".ansible", "collections")
+	var plain []string // the user's own shell: HOME, no ANSIBLE_* of the tests
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "ANSIBLE_") && !strings.HasPrefix(kv, "HOME=") {
+			plain = append(plain, kv)
+		}
+	}
+	plain = append(plain, "HOME="+installed.userHome)
+	list := func(env []string) string {
+		cmd := exec.Command("ansible-galaxy", "collection", "list", "gitops.k3s_flux")
+		cmd.Dir, cmd.Env = t.TempDir(), env
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		return string(out)
+	}
+
+	t.Run("the user's copy is there", func(t *testing.T) {
+		out := list(plain)
+		assert.Contains(t, out, users, out)
+		assert.Contains(t, out, installed.release.Version, out)
+		res := runIn(t.TempDir(), plain, "ansible-playbook", "-i", "localhost,", "gitops.k3s_flux.reset")
+		require.Error(t, res.err)
+		assert.Contains(t, res.output, bed.DecoyMessage)
+	})
+
+	t.Run("the tests see only their own", func(t *testing.T) {
+		out := list(c.env(t))
+		assert.Contains(t, out, c.path, out)
+		assert.NotContains(t, out, users, out)
 	})
 }

@@ -23,13 +23,14 @@ import (
 )
 
 func TestHandOff(t *testing.T) {
+	// Built first: make build can take minutes on a cold cache, and no wait below may count them.
+	m := modules(t)
 	b := bed.Start(t, bed.Options{Name: "k3sfh", Subnet: "10.213.6", Flux: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	require.NoError(t, b.AddNode(ctx, "worker"))
 	kc, _, err := b.Clients()
 	require.NoError(t, err)
-	m := modules(t)
 	deployKey, err := os.ReadFile(b.Flux.Git.DeployKey)
 	require.NoError(t, err)
 	var outputs []string

@@ -11,6 +11,11 @@ mkdir -p .generated/molecule
 chmod 700 .generated
 [ -e .generated/molecule/inventory.ini ] || : >.generated/molecule/inventory.ini
 [ -e .generated/molecule/play-vars.json ] || echo '{}' >.generated/molecule/play-vars.json
+# Hermetic: the user's ANSIBLE_* settings and Ansible home play no part (molecule writes its own
+# ansible.cfg; molecule.yml names the collections path).
+while read -r var; do unset "$var"; done < <(compgen -e | grep '^ANSIBLE_' || true)
+home="$(mktemp -d)"
+trap 'rm -rf "$home"' EXIT
 start=$SECONDS
-PATH="$venv/bin:$PATH" ANSIBLE_NOCOLOR=1 ANSIBLE_FORCE_COLOR=0 NO_COLOR=1 molecule test -s default
+PATH="$venv/bin:$PATH" ANSIBLE_HOME="$home" ANSIBLE_COLLECTIONS_SCAN_SYS_PATH=false ANSIBLE_NOCOLOR=1 ANSIBLE_FORCE_COLOR=0 NO_COLOR=1 molecule test -s default
 echo "molecule test: passed in $((SECONDS - start)) s"
