@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -29,13 +30,7 @@ func AnsibleEnv(dir, collections, config string) ([]string, error) {
 			return nil, err
 		}
 	}
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "ANSIBLE_") {
-			env = append(env, kv)
-		}
-	}
-	return append(env,
+	return append(EnvWithout("ANSIBLE_"),
 		"ANSIBLE_HOME="+home,
 		"ANSIBLE_CONFIG="+config,
 		"ANSIBLE_COLLECTIONS_PATH="+collections,
@@ -43,6 +38,18 @@ func AnsibleEnv(dir, collections, config string) ([]string, error) {
 		"ANSIBLE_COLLECTIONS_SCAN_SYS_PATH=false",
 		"ANSIBLE_LOCAL_TEMP="+tmp,
 	), nil
+}
+
+// EnvWithout is this process's environment without the variables whose
+// "NAME=value" starts with one of prefixes.
+func EnvWithout(prefixes ...string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !slices.ContainsFunc(prefixes, func(p string) bool { return strings.HasPrefix(kv, p) }) {
+			env = append(env, kv)
+		}
+	}
+	return env
 }
 
 // DecoyMessage is what every play and role of the decoy collection says.
@@ -59,15 +66,9 @@ func (r *Release) UserHomeWithCollection(dir string) (string, error) {
 	if err := os.MkdirAll(home, 0o700); err != nil {
 		return "", err
 	}
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "ANSIBLE_") && !strings.HasPrefix(kv, "HOME=") {
-			env = append(env, kv)
-		}
-	}
 	cmd := exec.Command("ansible-galaxy", "collection", "install", "gitops.k3s_flux:=="+r.Version)
 	cmd.Dir = home
-	cmd.Env = append(env, "HOME="+home, "ANSIBLE_GALAXY_SERVER="+r.URL)
+	cmd.Env = append(EnvWithout("ANSIBLE_", "HOME="), "HOME="+home, "ANSIBLE_GALAXY_SERVER="+r.URL)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("ansible-galaxy collection install into the user's home: %w: %s", err, out)
 	}

@@ -107,13 +107,8 @@ func TestRelease(t *testing.T) {
 func TestHermeticWithTheCollectionInstalled(t *testing.T) {
 	c := installCollection(t)
 	users := filepath.Join(installed.userHome, ".ansible", "collections")
-	var plain []string // the user's own shell: HOME, no ANSIBLE_* of the tests
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "ANSIBLE_") && !strings.HasPrefix(kv, "HOME=") {
-			plain = append(plain, kv)
-		}
-	}
-	plain = append(plain, "HOME="+installed.userHome)
+	// The user's own shell: their HOME, none of the tests' ANSIBLE_* settings.
+	plain := append(bed.EnvWithout("ANSIBLE_", "HOME="), "HOME="+installed.userHome)
 	list := func(env []string) string {
 		cmd := exec.Command("ansible-galaxy", "collection", "list", "gitops.k3s_flux")
 		cmd.Dir, cmd.Env = t.TempDir(), env
