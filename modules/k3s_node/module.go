@@ -33,7 +33,7 @@ var module = &ansible.Module{
 	Spec: ansible.Spec{
 		Options: []ansible.Option{
 			{Name: "state", Default: "present", Choices: []any{"present", "absent"},
-				Description: []string{"C(absent) takes the node back to bare: k3s's own uninstall scripts (C(k3s-uninstall.sh) on servers, C(k3s-agent-uninstall.sh) on agents, whichever the node has), then C(/etc/rancher/k3s) and C(data_dir) removed if anything is left. C(role) and C(version) are not needed then."}},
+				Description: []string{"C(absent) takes the node back to bare: k3s's own uninstall scripts (C(k3s-uninstall.sh) on servers, C(k3s-agent-uninstall.sh) on agents, whichever the node has), then C(/etc/rancher/k3s) (the directory of C(kubeconfig_path)) and C(data_dir) removed if anything is left. Only directories k3s makes are removed, those whose own name has C(k3s) in it: any other (C(/), a home directory such as C(/home/pi) or C(/root/.kube)) is refused naming the option, before anything changes. C(role) and C(version) are not needed then."}},
 			{Name: "role", Choices: []any{"server", "agent"},
 				Description: []string{"Whether this node runs C(k3s server) (unit C(k3s)) or C(k3s agent) (unit C(k3s-agent))."}},
 			{Name: "version", Format: formatK3sVersion,

@@ -74,9 +74,12 @@ func (f *fakeNode) Run(_ context.Context, env []string, name string, args ...str
 		return "", nil
 	case "sh":
 		if len(args) == 1 && strings.HasSuffix(args[0], "-uninstall.sh") {
-			// k3s's uninstall script: stops and removes k3s, and itself.
+			// k3s's uninstall script: stops and removes k3s (rm -f $BIN_DIR/k3s), and itself.
 			f.version = ""
 			f.units = map[string]*k3snode.UnitState{}
+			if err := os.Remove(filepath.Join(filepath.Dir(args[0]), "k3s")); err != nil && !os.IsNotExist(err) {
+				return "", err
+			}
 			return "[INFO] removed", os.Remove(args[0])
 		}
 		if f.installErr != nil {
@@ -124,8 +127,10 @@ func (f *fakeNode) changes() []string {
 
 func testPaths(t *testing.T) k3snode.Paths {
 	dir := t.TempDir()
-	p := k3snode.Paths{BinDir: filepath.Join(dir, "bin"), DataDir: filepath.Join(dir, "data"), Kubeconfig: filepath.Join(dir, "k3s.yaml")}
+	// k3s's own layout under dir: state=absent removes only directories shaped so.
+	p := k3snode.Paths{BinDir: filepath.Join(dir, "bin"), DataDir: filepath.Join(dir, "var", "lib", "rancher", "k3s"), Kubeconfig: filepath.Join(dir, "etc", "rancher", "k3s", "k3s.yaml")}
 	require.NoError(t, os.MkdirAll(filepath.Join(p.DataDir, "server"), 0o700))
+	require.NoError(t, os.MkdirAll(filepath.Dir(p.Kubeconfig), 0o700))
 	require.NoError(t, os.WriteFile(filepath.Join(p.DataDir, "server", "node-token"), []byte(testToken+"\n"), 0o600))
 	require.NoError(t, os.WriteFile(p.Kubeconfig, []byte("apiVersion: v1\n"), 0o600))
 	return p

@@ -36,9 +36,15 @@ func uninstall(ctx context.Context, req *ansible.Request, sys k3snode.System, wh
 			return nil, fmt.Errorf("k3s is installed in %s but neither %s is there: it was not installed by k3s's script; uninstall it by hand", where.BinDir, strings.Join(uninstallScripts, " nor "))
 		}
 	}
-	dirs := []string{filepath.Dir(where.Kubeconfig), where.DataDir}
-	var left []string
+	dirs := []struct{ option, dir string }{{"kubeconfig_path", filepath.Dir(where.Kubeconfig)}, {"data_dir", where.DataDir}}
 	for _, d := range dirs {
+		if !k3sShaped(d.dir) {
+			return nil, fmt.Errorf("%s: state=absent removes %s, which is not a directory k3s makes (/etc/rancher/k3s, /var/lib/rancher/k3s, or another whose own name has k3s in it, not a home directory); nothing was changed", d.option, d.dir)
+		}
+	}
+	var left []string
+	for _, dd := range dirs {
+		d := dd.dir
 		if _, err := os.Lstat(d); err == nil {
 			left = append(left, d)
 			actions = append(actions, "remove what is left of "+d)
@@ -74,4 +80,22 @@ func uninstall(ctx context.Context, req *ansible.Request, sys k3snode.System, wh
 		}
 	}
 	return res, nil
+}
+
+// k3sShaped tells whether dir is one k3s makes and state=absent may
+// remove: an absolute path whose last element has k3s in its name
+// (/etc/rancher/k3s, /var/lib/rancher/k3s, a data-dir such as
+// /mnt/ssd/k3s), never a home directory. A kubeconfig_path or
+// data_dir set to ~/.kube/config or /home/pi would otherwise remove the
+// user's home, .ssh and all. A symlink is removed, not what it points to.
+func k3sShaped(dir string) bool {
+	if !filepath.IsAbs(dir) {
+		return false
+	}
+	dir = filepath.Clean(dir)
+	base := strings.ToLower(filepath.Base(dir))
+	if dir == "/" || dir == "/root" || filepath.Dir(dir) == "/home" {
+		return false
+	}
+	return strings.Contains(base, "k3s")
 }

@@ -73,3 +73,31 @@ func TestPresentNeedsRoleAndVersion(t *testing.T) {
 	assert.Equal(t, 1, code)
 	assert.Contains(t, res["msg"], "state is present but all of the following are missing: role")
 }
+
+func TestK3sShaped(t *testing.T) {
+	for dir, want := range map[string]bool{
+		"/etc/rancher/k3s": true, "/var/lib/rancher/k3s": true, "/mnt/ssd/k3s": true, "/data/k3s-data": true, "/var/lib/rancher/k3s/": true,
+		"/": false, "/root": false, "/home/pi": false, "/home/k3s": false, "/root/.kube": false, "/home/pi/.kube": false,
+		"/etc": false, "/var/lib": false, "relative/k3s": false, "/var/lib/rancher/k3s/..": false, "": false,
+	} {
+		assert.Equal(t, want, k3sShaped(dir), dir)
+	}
+}
+
+// A kubeconfig_path in a home directory would have state=absent remove that
+// whole directory (.ssh and all): refused before anything runs.
+func TestUninstallRefusesDirectoriesNotK3ss(t *testing.T) {
+	where := testPaths(t)
+	f := installedNode(t, where, "k3s-uninstall.sh")
+	home := filepath.Join(t.TempDir(), "home", "pi")
+	require.NoError(t, os.MkdirAll(filepath.Join(home, ".ssh"), 0o700))
+	for option, value := range map[string]string{"kubeconfig_path": filepath.Join(home, "k3s.yaml"), "data_dir": home} {
+		res, code := runOn(t, f, where, map[string]any{"state": "absent", "version": nil, option: value})
+		assert.Equal(t, 1, code)
+		assert.Contains(t, res["msg"], option+": state=absent removes "+home+", which is not a directory k3s makes")
+		assert.Contains(t, res["msg"], "nothing was changed")
+	}
+	assert.Empty(t, f.changes(), "no uninstall script ran")
+	assert.DirExists(t, filepath.Join(home, ".ssh"))
+	assert.DirExists(t, where.DataDir)
+}
