@@ -661,14 +661,23 @@ func TestHAPlay(t *testing.T) {
 		return err
 	}
 	// Short subtest names: the SSH control sockets live under the subtest's temporary directory.
-	// Reset asks first: unconfirmed, nothing changes.
+	// Reset asks first, whatever -l says, naming the hosts: unconfirmed, nothing changes.
 	t.Run("reset unconfirmed", func(t *testing.T) {
 		r := reset()
 		require.Error(t, r.err)
-		assert.Contains(t, r.output, "Not confirmed (answer yes, or set k8s_cluster_reset_confirmed=true); nothing was changed.")
+		flat := strings.Join(strings.Fields(r.output), " ")
+		assert.Contains(t, flat, "This uninstalls k3s from node1, node2, node3, node4 and deletes their data.")
+		assert.Contains(t, flat, "Not confirmed (answer yes, or set k8s_cluster_reset_confirmed=true); nothing was changed on node1, node2, node3, node4.")
+		// Aimed at one node (a typo of reset for remove_node): the question is still asked.
+		r = reset("-l", "node4")
+		require.Error(t, r.err)
+		flat = strings.Join(strings.Fields(r.output), " ")
+		assert.Contains(t, flat, "This uninstalls k3s from node4 (not node1, node2, node3: a partial reset neither drains these nodes nor deletes their Node or etcd member; remove_node does)")
+		assert.Contains(t, flat, "nothing was changed on node4.")
 		for _, h := range b.Hosts.Hosts {
 			assert.Error(t, bare(h), "%s untouched", h.Name)
 		}
+		assert.FileExists(t, filepath.Join(dir, "kubeconfig"))
 	})
 
 	// Reset takes the hosts back to bare, then the cluster converges again.
@@ -695,7 +704,7 @@ func TestHAPlay(t *testing.T) {
 
 		r = reset("-e", "k8s_cluster_reset_confirmed=true")
 		require.NoError(t, r.err, r.output)
-		assert.Equal(t, map[string]int{"node1": 0, "node2": 0, "node3": 0, "node4": 0, "localhost": 0}, r.changed(), "bare already: %s", r.output)
+		assert.Equal(t, map[string]int{"node1": 0, "node2": 0, "node3": 0, "node4": 0}, r.changed(), "bare already: %s", r.output)
 
 		r = play(vars)
 		require.NoError(t, r.err, r.output)

@@ -46,6 +46,13 @@ func testRemoveNode(t *testing.T, b *bed.Bed, remove func(args ...string) playRe
 		r := remove()
 		require.Error(t, r.err)
 		assert.Contains(t, r.output, "Name the nodes to remove with -l")
+		// A group or a pattern would take every host it matches: refused, naming them.
+		r = remove("-l", "k3s_workers")
+		require.Error(t, r.err)
+		assert.Contains(t, strings.Join(strings.Fields(r.output), " "), "-l must name each node to remove by its inventory name: k3s_workers is a group or pattern, which would remove node4; name them one by one (-l node4); nothing was changed.")
+		r = remove("-l", "node3,node*")
+		require.Error(t, r.err)
+		assert.Contains(t, strings.Join(strings.Fields(r.output), " "), "node* is a group or pattern, which would remove node1, node2, node3, node4;")
 		r = remove("-l", "node1")
 		require.Error(t, r.err)
 		assert.Contains(t, strings.Join(strings.Fields(r.output), " "), "node1 is the first controller, which k8s.yml starts the cluster on")
