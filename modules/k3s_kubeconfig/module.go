@@ -7,7 +7,7 @@ var module = &ansible.Module{
 	ShortDescription: "Write a k3s cluster's admin kubeconfig on the controller, pointed at its API endpoint",
 	Description: []string{
 		"Takes the admin kubeconfig k3s writes on a server (C(/etc/rancher/k3s/k3s.yaml), as M(gitops.k3s_flux.k3s_node_info) returns it), points every cluster in it at C(server) and renames what k3s calls C(default) (cluster, user, context, current context) to C(cluster_name).",
-		"Writes it to C(dest) atomically, mode 0600, creating a missing directory with mode 0700; an existing file with other content is replaced (kept beside it with C(backup)), one with the same content but another mode gets 0600.",
+		"Writes it to C(dest) atomically, mode 0600, creating a missing directory with mode 0700 and a C(.gitignore) in it that keeps everything there out of git (the directory is often inside the GitOps repository, where a C(git add -A) would publish cluster-admin credentials); an existing file with other content is replaced (kept beside it with C(backup)), one with the same content but another mode gets 0600.",
 		"Role k8s_cluster runs it on the controller after the first controller's kubeconfig was read.",
 	},
 	Author:    []string{"gitops.k3s_flux maintainers (@gitops-k3s-flux)"},
@@ -50,6 +50,7 @@ var module = &ansible.Module{
 		{Name: "dest", Description: []string{"The file written (the target of a link)."}, Returned: "always", Type: "str", Sample: "/home/me/.kube/homelab"},
 		{Name: "server", Description: []string{"The API endpoint of the current context's cluster."}, Returned: "always", Type: "str", Sample: "https://10.0.0.11:6443"},
 		{Name: "context", Description: []string{"The current context."}, Returned: "always", Type: "str", Sample: "homelab"},
+		{Name: "ignore_file", Description: []string{"The C(.gitignore) written in the directory the module made for C(dest)."}, Returned: "when the directory was made", Type: "str", Sample: "/home/me/home-ops/ansible/.generated/.gitignore"},
 		{Name: "backup_file", Description: []string{"The copy of the file that was replaced."}, Returned: "changed and backup", Type: "str", Sample: "/home/me/.kube/homelab.4242.2026-12-03@09:41:00~"},
 	},
 }

@@ -100,12 +100,25 @@ func run(_ context.Context, req *ansible.Request) (*ansible.Result, error) {
 		}
 		res.Set("backup_file", name)
 	}
-	// A directory made here is private: only the kubeconfig goes in it.
-	if err := os.MkdirAll(filepath.Dir(dest), 0o700); err != nil {
-		return res, fmt.Errorf("create directory %s: %w", filepath.Dir(dest), err)
+	dir := filepath.Dir(dest)
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		// A directory made here is private, and kept out of git: it is often
+		// made inside the user's GitOps repository (seed 000's ansible/.generated),
+		// where a `git add -A` would publish cluster-admin credentials.
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return res, fmt.Errorf("create directory %s: %w", dir, err)
+		}
+		ignore := filepath.Join(dir, ".gitignore")
+		if err := atomicfile.Write(ignore, strings.NewReader(gitIgnore), 0o600); err != nil {
+			return res, err
+		}
+		res.Set("ignore_file", ignore)
 	}
 	return res, atomicfile.Write(dest, bytes.NewReader(content), fileMode)
 }
+
+// gitIgnore keeps everything in a directory the module made out of git.
+const gitIgnore = "# Written by gitops.k3s_flux with the cluster's admin kubeconfig: what is here holds\n# credentials and must never be committed.\n*\n"
 
 // checkServer accepts an https URL with a host and nothing after the port.
 func checkServer(server string) error {

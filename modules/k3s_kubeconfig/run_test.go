@@ -64,6 +64,15 @@ func noSecret(t *testing.T, raw string) {
 	assert.NotContains(t, raw, base64.StdEncoding.EncodeToString([]byte(k3sKey)))
 }
 
+// A directory that was there is the user's: no ignore file is written in it.
+func TestWriteIntoAnExistingDirectoryAddsNoIgnoreFile(t *testing.T) {
+	dir := t.TempDir()
+	res, code, _ := write(t, map[string]any{"content": k3sYAML, "dest": filepath.Join(dir, "kubeconfig")})
+	require.Equal(t, 0, code, res["msg"])
+	assert.NoFileExists(t, filepath.Join(dir, ".gitignore"))
+	assert.Nil(t, res["ignore_file"])
+}
+
 func TestWrite(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "new")
 	dest := filepath.Join(dir, "kubeconfig")
@@ -98,6 +107,11 @@ func TestWrite(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, want, info.Mode().Perm(), path)
 	}
+	// The directory it made is kept out of git (it may be inside the user's repository).
+	ignore, err := os.ReadFile(filepath.Join(dir, ".gitignore"))
+	require.NoError(t, err)
+	assert.Equal(t, filepath.Join(dir, ".gitignore"), res["ignore_file"])
+	assert.Contains(t, string(ignore), "\n*\n")
 
 	// Idempotent.
 	res, code, _ = write(t, args)

@@ -270,6 +270,14 @@ func TestBootstrapPlay(t *testing.T) {
 		info, err := os.Stat(filepath.Join(ansibleDir, ".generated", "kubeconfig"))
 		require.NoError(t, err, "the kubeconfig lands in ansible/.generated/, not in the collection")
 		assert.Equal(t, os.FileMode(0o600), info.Mode().Perm())
+		// A routine `git add -A` takes no credential into the repository Flux pulls.
+		add := exec.Command("git", "-C", repo, "add", "-A", "--dry-run")
+		out, err = add.CombinedOutput()
+		require.NoError(t, err, string(out))
+		assert.Contains(t, string(out), "flux/cluster.yaml")
+		assert.NotContains(t, string(out), ".generated", "the kubeconfig's directory is ignored")
+		backups, _ := filepath.Glob(filepath.Join(ansibleDir, ".generated", "kubeconfig.*~"))
+		assert.Empty(t, backups, "no backup of the admin kubeconfig")
 
 		// The same through just, from the repository's root as seed 000 types it (the collection's
 		// justfile, ans.just and fx.just copied in): ansible/'s ansible.cfg names the inventory.
@@ -692,6 +700,9 @@ func TestHAPlay(t *testing.T) {
 		}
 		require.NoError(t, os.WriteFile(filepath.Join(repo, "ansible.cfg"), []byte("[defaults]\ninventory = "+b.Hosts.Inventory+"\n"), 0o600))
 		writeJSON(t, filepath.Join(repo, "vars.json"), vars)
+		// A copy k8s_cluster_kubeconfig_backup kept: admin credentials too, removed with the cluster.
+		backup := filepath.Join(dir, "kubeconfig.4242.2026-12-04@10:00:00~")
+		require.NoError(t, os.WriteFile(backup, []byte("apiVersion: v1\n"), 0o600))
 		r := c.justIn(t, repo, "--yes", "ans", "reset", "-e", "@vars.json")
 		require.NoError(t, r.err, r.output)
 		assert.Contains(t, r.output, "PLAY [Uninstall k3s]")
@@ -700,6 +711,7 @@ func TestHAPlay(t *testing.T) {
 			assert.Equal(t, 1, r.recap[h.Name]["changed"]+map[bool]int{true: -1}[h.Name == "node1"], "%s: %s", h.Name, r.output)
 		}
 		assert.NoFileExists(t, filepath.Join(dir, "kubeconfig"))
+		assert.NoFileExists(t, backup)
 		t.Logf("reset of 3+1 nodes: %s", r.duration.Round(100*time.Millisecond))
 
 		r = reset("-e", "k8s_cluster_reset_confirmed=true")
