@@ -37,6 +37,8 @@ var testModule = &ansible.Module{
 				{Name: "password", NoLog: true},
 				{Name: "uid", Type: ansible.TypeInt, Default: 1000},
 			}},
+			// A free-form dict that holds secrets under names its module knows.
+			{Name: "settings", Type: ansible.TypeDict, NoLogValues: func(any) []string { return nil }},
 			{Name: "keys", Type: ansible.TypeList, Elements: ansible.TypeDict, Options: []ansible.Option{
 				{Name: "name", Required: true},
 				{Name: "value", NoLog: true},
@@ -65,7 +67,7 @@ func TestValidationErrors(t *testing.T) {
 	}{
 		{"missing required", map[string]any{}, "missing required arguments: name"},
 		{"unsupported", map[string]any{"name": "x", "nmae": "y", "zzz": 1},
-			"Unsupported parameters for (demo) module: nmae, zzz. Supported parameters include: a, b, count, dest, enabled, extra, keys, labels, name, ports, ratio, state, tags, token, user (n)."},
+			"Unsupported parameters for (demo) module: nmae, zzz. Supported parameters include: a, b, count, dest, enabled, extra, keys, labels, name, ports, ratio, settings, state, tags, token, user (n)."},
 		{"bad bool", map[string]any{"name": "x", "enabled": "maybe"},
 			"argument 'enabled' is of type <class 'str'> and we were unable to convert to bool: The value 'maybe' is not a valid boolean.  Valid booleans include: 'y', 'yes', 'on', '1', 'true', 't', 'n', 'no', 'off', '0', 'false', 'f'"},
 		{"bad int", map[string]any{"name": "x", "count": "ten"},
@@ -339,6 +341,10 @@ func TestNoLogMaskedWhateverFailsFirst(t *testing.T) {
 		"secret of the wrong type":                             {"name": "x", "token": []any{s, map[string]any{"k": s}}},
 		"missing required beside the secret":                   {"token": s},
 		"alias of a no_log option fails on another":            {"name": "x", "count": "ten", "user": map[string]any{"login": "u", "password": s}},
+		// Beyond one slip: folded to the no_log option's name, or a name that says secret.
+		"camelCase of a no_log sub-option":    {"name": "x", "user": map[string]any{"login": "u", "Pass_Word": s}},
+		"a secret-sounding key beside no_log": {"name": "x", "user": map[string]any{"login": "u", "apiCredential": s}},
+		"a secret-sounding top-level key":     {"name": "x", "token": "t0k3n-value", "clientSecretValue": s},
 	}
 	for name, args := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -374,4 +380,27 @@ func TestBadInputs(t *testing.T) {
 	cases := ansibletest.BadInputs(testModule, map[string]any{"name": "x", "user": map[string]any{"login": "u", "password": "bad-input-secret"},
 		"keys": []any{map[string]any{"name": "k", "value": "bad-input-secret"}}})
 	ansibletest.CheckBadInputs(t, testModule, cases, "bad-input-secret")
+}
+
+// In a free-form dict that holds secrets, a key whose name says secret is
+// masked at any depth, whatever its spelling (the module knows its own).
+func TestNoLogSecretNamesInAFreeFormDict(t *testing.T) {
+	const s = "hunter2-secret-value"
+	for name, settings := range map[string]map[string]any{
+		"deep":      {"registry": map[string]any{"auth": map[string]any{"passwd": s}}},
+		"camelCase": {"agentToken": s},
+		"in a list": {"servers": []any{map[string]any{"client-key": s}}},
+	} {
+		res, code, raw := ansibletest.Run(t, testModule, echo, map[string]any{"name": "x", "settings": settings})
+		assert.Equal(t, 0, code, "%s: %v", name, res["msg"])
+		assert.NotContains(t, raw, s, name)
+	}
+}
+
+// A key taken for a secret by its name alone masks only what can be one:
+// not a short word or a yes/no, which would blank every occurrence.
+func TestGuessedSecretsLeaveWordsAlone(t *testing.T) {
+	res, _, raw := ansibletest.Run(t, testModule, echo, map[string]any{"name": "x", "user": map[string]any{"login": "u", "authMode": "true", "apiKey": "abc"}})
+	assert.Contains(t, raw, `"true"`, "%v", res)
+	assert.Contains(t, raw, `"abc"`)
 }

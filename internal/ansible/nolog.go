@@ -1,6 +1,9 @@
 package ansible
 
-import "slices"
+import (
+	"slices"
+	"strings"
+)
 
 // rawNoLogValues lists every no_log value in the arguments as given, before
 // any check, so that no failure path can return one unmasked (as
@@ -10,9 +13,68 @@ import "slices"
 // an option's name (a misspelt `pasword` still holds a password).
 func rawNoLogValues(options []Option, params map[string]any) []string {
 	var out []string
+	secretsHere := slices.ContainsFunc(options, func(o Option) bool { return o.NoLog })
 	for key, val := range params {
-		for _, o := range optionsFor(options, key) {
+		matched := optionsFor(options, key)
+		for _, o := range matched {
 			out = append(out, optionNoLogValues(o, val)...)
+		}
+		// An unknown key beside a no_log option, misspelt beyond one slip
+		// (clientSecret for client_secret, stringData for string_data), is masked
+		// when its name says it holds a secret.
+		if len(matched) == 0 && secretsHere && (secretName(key) || slices.ContainsFunc(options, func(o Option) bool { return o.NoLog && fold(o.Name) == fold(key) })) {
+			out = append(out, guessedSecrets(val)...)
+		}
+	}
+	return out
+}
+
+// secretWords are what a key's name holds when its value is a secret.
+var secretWords = []string{"secret", "token", "password", "passwd", "key", "credential", "auth"}
+
+// fold is a key's name without case, '_' and '-': clientSecret, client_secret
+// and client-secret are one.
+func fold(name string) string {
+	return strings.ToLower(strings.NewReplacer("_", "", "-", "").Replace(name))
+}
+
+// secretName tells whether a key's name says it holds a secret.
+func secretName(key string) bool {
+	f := fold(key)
+	return slices.ContainsFunc(secretWords, func(w string) bool { return strings.Contains(f, w) })
+}
+
+// guessedSecrets are the strings in a value taken for a secret by its key's
+// name alone, less those no secret is (a few characters, a yes or a no):
+// masked, every occurrence of such a value in the output would be.
+func guessedSecrets(val any) []string {
+	var out []string
+	for _, v := range ScalarStrings(val) {
+		if len(v) >= 4 && !slices.Contains([]string{"true", "false", "null", "none"}, strings.ToLower(v)) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// SecretKeyValues lists the values under every key whose name says it holds
+// a secret (secretName), at any depth of a free-form dict that holds secrets
+// (k3s's config, registry credentials): agentToken, auth.passwd. A module's
+// own NoLogValues know the right names; this catches any spelling.
+func SecretKeyValues(val any) []string {
+	var out []string
+	switch t := val.(type) {
+	case map[string]any:
+		for key, v := range t {
+			if _, block := v.(map[string]any); secretName(key) && !block {
+				out = append(out, guessedSecrets(v)...)
+			} else {
+				out = append(out, SecretKeyValues(v)...)
+			}
+		}
+	case []any:
+		for _, e := range t {
+			out = append(out, SecretKeyValues(e)...)
 		}
 	}
 	return out
@@ -26,9 +88,11 @@ func optionNoLogValues(o Option, val any) []string {
 	}
 	if o.NoLogValues != nil && val != nil {
 		out = append(out, o.NoLogValues(val)...)
+		out = append(out, SecretKeyValues(val)...)
 		if s, ok := val.(string); ok {
 			if d, err := toDict(s); err == nil {
 				out = append(out, o.NoLogValues(d)...)
+				out = append(out, SecretKeyValues(d)...)
 			}
 		}
 	}
