@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"net"
 	"net/url"
 	"path/filepath"
 	"regexp"
@@ -268,11 +269,19 @@ func checkRegistryHost(where, host string) error {
 		return nil
 	}
 	u, err := url.Parse("//" + host)
-	if err != nil || u.Host != host || host == "" || strings.ContainsAny(host, "/ ") {
+	// The name becomes a directory for the TLS files: "..", "." and the like
+	// would put them outside registries-tls.
+	name := u.Hostname()
+	if err != nil || u.Host != host || host == "" || strings.ContainsAny(host, "/ ") ||
+		(net.ParseIP(name) == nil && !hostName.MatchString(name)) || (u.Port() == "" && strings.HasSuffix(host, ":")) {
 		return fmt.Errorf("%s: expected a registry host such as docker.io or registry.example.com:5000 (no scheme, no path), got %q", where, host)
 	}
 	return nil
 }
+
+// hostName is a DNS name: labels of letters, digits, '-' and '_', not
+// starting or ending with '-', joined by single dots.
+var hostName = regexp.MustCompile(`^[A-Za-z0-9_]([A-Za-z0-9_-]*[A-Za-z0-9_])?(\.[A-Za-z0-9_]([A-Za-z0-9_-]*[A-Za-z0-9_])?)*$`)
 
 // fields is raw as a dict whose keys are among allowed (any key when
 // allowed is nil); an unknown key is named, with the one it is a slip from.
