@@ -17,7 +17,9 @@ gitops-k3s_flux-<version>-controller-<platform>.xz from the release (the variabl
 gitops_k3s_flux_release_url or the environment's GITOPS_K3S_FLUX_RELEASE_URL, a URL or file://
 directory; else the GitHub release of this version), unpacks it into the controller's
 ~/.cache/gitops.k3s_flux/controller/<platform>, and keeps it only if its sha256 is the one
-plugins/bin/SHA256SUMS gives.
+plugins/bin/SHA256SUMS gives. A cached binary's sha256 is checked again once per play run (one
+that changed is fetched again), and a cache directory another user owns or others may write to
+is refused.
 
 With pipelining on (ansible.cfg `pipelining = True`, as for Python modules) a task is one command
 on the host: the binary is kept there under a name that holds its sha256 (in
@@ -34,6 +36,7 @@ import hashlib
 import json
 import os
 import shlex
+import stat
 import tempfile
 
 from ansible.errors import AnsibleActionFail, AnsibleConnectionFailure
@@ -181,12 +184,13 @@ def fetch_controller(url, sha256, dest, opener=open_url):
         raise ValueError("this Python cannot unpack it: %s (a Python built without liblzma)" % e)
 
     directory = os.path.dirname(dest)
-    if os.access(dest, os.X_OK):
-        return
     os.makedirs(directory, mode=0o700, exist_ok=True)
+    check_private(directory)
+    if cached_binary_ok(dest, sha256):
+        return
     with open(os.path.join(directory, ".lock"), "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if os.access(dest, os.X_OK):
+        if cached_binary_ok(dest, sha256):
             return
         fd, tmp = tempfile.mkstemp(dir=directory, prefix=".fetch-")
         try:
@@ -217,13 +221,57 @@ def fetch_controller(url, sha256, dest, opener=open_url):
                 raise ValueError("it unpacks to a binary whose sha256 is %s; this collection expects %s" % (digest.hexdigest(), sha256))
             os.chmod(tmp, 0o700)
             os.rename(tmp, dest)
+            mark_checked(dest, sha256)
         except BaseException:
             os.unlink(tmp)
             raise
         base = os.path.basename(dest)
         for name in os.listdir(directory):
-            if name.startswith("controller-") and name != base:
+            if name.startswith("controller-") and name not in (base, base + ".checked"):
                 os.unlink(os.path.join(directory, name))
+
+
+def check_private(directory):
+    """Refuses a cache directory another user owns or others may write to: a binary there
+    could have been put by someone else, and it runs as this user."""
+    st = os.stat(directory)
+    if st.st_uid != os.getuid():
+        raise ValueError("the cache directory %s belongs to uid %d, not to this user (uid %d): refused; remove it" % (directory, st.st_uid, os.getuid()))
+    if st.st_mode & 0o022:
+        raise ValueError("the cache directory %s is writable by others (mode %o): refused; chmod 700 it" % (directory, stat.S_IMODE(st.st_mode)))
+
+
+def cached_binary_ok(dest, sha256):
+    """Whether the cached binary at dest is there and has sha256. Hashed once per play run:
+    a marker beside it records the run (the ansible-playbook process, this worker's parent),
+    its size and mtime; a binary that does not match is removed, to be fetched again."""
+    try:
+        st = os.stat(dest)
+    except FileNotFoundError:
+        return False
+    seen = "%d %d %d %s\n" % (os.getppid(), st.st_size, st.st_mtime_ns, sha256)
+    try:
+        with open(dest + ".checked") as f:
+            if f.read() == seen:
+                return True
+    except OSError:
+        pass
+    h = hashlib.sha256()
+    with open(dest, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    if h.hexdigest() != sha256:
+        os.unlink(dest)
+        return False
+    mark_checked(dest, sha256)
+    return True
+
+
+def mark_checked(dest, sha256):
+    """Records that the binary at dest was found to have sha256 in this play run."""
+    st = os.stat(dest)
+    with open(dest + ".checked", "w") as f:
+        f.write("%d %d %d %s\n" % (os.getppid(), st.st_size, st.st_mtime_ns, sha256))
 
 
 def binary_sha256(root, path):

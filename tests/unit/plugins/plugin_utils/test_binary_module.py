@@ -314,10 +314,35 @@ class FetchController(unittest.TestCase):
         with open(self.dest, "rb") as f:
             self.assertEqual(f.read(), self.binary)
         self.assertEqual(stat.S_IMODE(os.stat(self.dest).st_mode), 0o700)
-        self.assertEqual(sorted(os.listdir(self.dir)), [".lock", os.path.basename(self.dest)], "the older build is gone")
+        base = os.path.basename(self.dest)
+        self.assertEqual(sorted(os.listdir(self.dir)), [".lock", base, base + ".checked"], "the older build is gone")
         # Once there, not fetched again.
         fetch_controller("u", self.sha, self.dest, self.opener(b""))
         self.assertEqual(self.fetched, ["u"])
+
+    def test_cached_binary_checked_once_per_run(self):
+        fetch_controller("u", self.sha, self.dest, self.opener(lzma.compress(self.binary)))
+        # Another run (the marker names another ansible-playbook process): hashed again, and a
+        # binary changed in the cache is not run but fetched again.
+        with open(self.dest + ".checked", "w") as f:
+            f.write("1 0 0 %s\n" % self.sha)
+        with open(self.dest, "r+b") as f:
+            f.write(b"\x7fELF tampered")
+        fetch_controller("u2", self.sha, self.dest, self.opener(lzma.compress(self.binary)))
+        self.assertEqual(self.fetched, ["u", "u2"])
+        with open(self.dest, "rb") as f:
+            self.assertEqual(f.read(), self.binary)
+        # In this run, checked already: the marker is trusted, nothing fetched or hashed.
+        fetch_controller("u3", self.sha, self.dest, self.opener(b""))
+        self.assertEqual(self.fetched, ["u", "u2"])
+
+    def test_cache_directory_of_others_refused(self):
+        os.makedirs(self.dir)
+        os.chmod(self.dir, 0o777)
+        with self.assertRaises(ValueError) as e:
+            fetch_controller("u", self.sha, self.dest, self.opener(lzma.compress(self.binary)))
+        self.assertIn("is writable by others (mode 777): refused", str(e.exception))
+        self.assertEqual(self.fetched, [])
 
     def assert_refused(self, payload, message):
         with self.assertRaises(ValueError) as e:
