@@ -46,7 +46,7 @@ type Options struct {
 
 // Problem is one thing Flux would fail on.
 type Problem struct {
-	Kind          string `json:"kind"` // excluded, build, secret, known_hosts, substitute
+	Kind          string `json:"kind"` // excluded, build, secret, known_hosts, substitute, instance
 	Kustomization string `json:"kustomization,omitempty"`
 	Path          string `json:"path,omitempty"`
 	Rule          string `json:"rule,omitempty"`
@@ -161,7 +161,7 @@ func Check(o Options) (*Report, error) {
 	if err := fluxsource.Export(o.Root, files, work); err != nil {
 		return nil, fmt.Errorf("copy the artifact's files: %w", err)
 	}
-	b := &builder{report: r, work: work, sync: s, secrets: secrets, seeded: o.Secrets, seen: map[string]bool{}, built: map[string]bool{}}
+	b := &builder{report: r, work: work, sync: s, secrets: secrets, seeded: o.Secrets, seen: map[string]bool{}, built: map[string]bool{}, instanceFile: instancePath(abs, o.InstanceFile)}
 	root := map[string]any{"apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization",
 		"metadata": map[string]any{"name": s.name, "namespace": s.namespace},
 		"spec":     map[string]any{"path": s.path, "sourceRef": map[string]any{"kind": s.kind, "name": s.name}}}
@@ -185,6 +185,22 @@ type builder struct {
 	// empty when the build leaves it to the target namespace).
 	substitutions []substitution
 	built         map[string]bool
+	// instanceFile is the FluxInstance's file, relative to the root when inside it.
+	instanceFile string
+}
+
+// instancePath is the instance file relative to root (slashes), or as given
+// when it is outside.
+func instancePath(root, file string) string {
+	abs, err := filepath.Abs(file)
+	if err != nil {
+		return file
+	}
+	rel, err := filepath.Rel(root, abs)
+	if err != nil || strings.HasPrefix(rel, "..") {
+		return file
+	}
+	return filepath.ToSlash(rel)
 }
 
 type substitution struct {
@@ -231,6 +247,9 @@ func (b *builder) build(ks unstructured.Unstructured) {
 	}
 	b.report.Kustomizations = append(b.report.Kustomizations, Checked{Name: id, Path: rel, Resources: resources.Size()})
 	for _, res := range resources.Resources() {
+		if res.GetKind() == "FluxInstance" && strings.HasPrefix(res.GetApiVersion(), "fluxcd.controlplane.io/") {
+			b.report.Problems = append(b.report.Problems, b.instanceInPath(id, rel, res.GetNamespace()+"/"+res.GetName()))
+		}
 		if (res.GetKind() == "ConfigMap" || res.GetKind() == "Secret") && res.GetApiVersion() == "v1" {
 			b.built[res.GetKind()+" "+res.GetNamespace()+"/"+res.GetName()] = true
 		}
@@ -259,6 +278,21 @@ func (b *builder) build(ks unstructured.Unstructured) {
 		}
 		b.build(child)
 	}
+}
+
+// instanceInPath is the problem of a FluxInstance that a Kustomization's
+// build applies: kustomize-controller's generated kustomization (a path
+// without kustomization.yaml) takes every manifest under the path, so Flux
+// would reconcile its own bootstrap, which Ansible applies once.
+func (b *builder) instanceInPath(id, rel, instance string) Problem {
+	file := b.instanceFile
+	fix := "move " + file + " out of " + rel + "/, or list that path's resources in an explicit " + path.Join(rel, "kustomization.yaml") + " that leaves " + path.Base(file) + " out"
+	if !strings.HasPrefix(file, rel+"/") && rel != "." {
+		fix = "leave the FluxInstance out of " + rel + "/'s kustomization.yaml"
+	}
+	return Problem{Kind: "instance", Kustomization: id, Path: file,
+		Message: fmt.Sprintf("Kustomization %s (path %s) applies the FluxInstance %s (%s): Flux would reconcile its own bootstrap, and with prune, removing the file would delete Flux", id, rel, instance, file),
+		Fix:     fix}
 }
 
 // substitutionsOf notes the Kustomization's required substituteFrom

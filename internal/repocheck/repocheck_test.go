@@ -3,6 +3,7 @@ package repocheck
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -265,4 +266,36 @@ spec:
 		"clusters/home/cluster-vars.yaml":  "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cluster-vars\n  namespace: flux-system\ndata:\n  domain: home.example.org\n",
 	}))
 	assert.Empty(t, check(t, root, secrets...).Problems, "created by a build")
+}
+
+// Seed 000 keeps the FluxInstance at flux/cluster.yaml and syncs path flux
+// with no kustomization.yaml there: kustomize-controller takes every
+// manifest under the path, the FluxInstance with them.
+func TestInstanceInsideItsSyncPath(t *testing.T) {
+	inFlux := strings.Replace(instance, "path: clusters/home", "path: flux", 1)
+	apps := `apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata:
+  name: apps
+  namespace: flux-system
+spec:
+  interval: 10m
+  path: ./apps
+  prune: true
+  sourceRef:
+    kind: GitRepository
+    name: flux-system
+`
+	root := seedRepo(t, map[string]string{"flux/cluster.yaml": inFlux, "flux/apps.yaml": apps, ".sourceignore": "!/apps/branding/icon.png\n"})
+	r := check(t, root, "flux-system/git-deploy-key")
+	require.Len(t, r.Problems, 1, "%+v", r.Problems)
+	p := r.Problems[0]
+	assert.Equal(t, "instance", p.Kind)
+	assert.Equal(t, "flux-system/flux-system", p.Kustomization)
+	assert.Equal(t, "Kustomization flux-system/flux-system (path flux) applies the FluxInstance flux-system/flux (flux/cluster.yaml): Flux would reconcile its own bootstrap, and with prune, removing the file would delete Flux", p.Message)
+	assert.Equal(t, "move flux/cluster.yaml out of flux/, or list that path's resources in an explicit flux/kustomization.yaml that leaves cluster.yaml out", p.Fix)
+
+	// The fix: an explicit kustomization.yaml that lists the rest.
+	require.NoError(t, os.WriteFile(filepath.Join(root, "flux", "kustomization.yaml"), []byte("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - apps.yaml\n"), 0o644))
+	assert.Empty(t, check(t, root, "flux-system/git-deploy-key").Problems)
 }

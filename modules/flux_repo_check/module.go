@@ -11,6 +11,7 @@ var module = &ansible.Module{
 		"Then every Flux Kustomization of the FluxInstance's sync, built as kustomize-controller builds it (fluxcd/pkg/kustomize's generator and build over kustomize's library) from the files the artifact keeps: the sync's C(spec.sync.path) first, then each Kustomization of the same GitRepository that a build outputs, recursively.",
 		"A file a build needs that the artifact leaves out is reported with the rule that excluded it and the C(.sourceignore) line that keeps it; any other build error is reported as kustomize gives it, with paths relative to the repository.",
 		"Cross-checks with the bootstrap: C(spec.sync.pullSecret) and every C(spec.decryption.secretRef) must be among O(secrets); every C(spec.postBuild.substituteFrom) reference not marked C(optional) must be among O(secrets) or O(config_maps), or be created by a build of the repository; an SSH C(spec.sync.url)'s host must be one O(known_hosts) covers.",
+		"A FluxInstance that a build applies (seed 000's C(flux/cluster.yaml) inside its own C(sync.path: flux) with no C(kustomization.yaml) there: kustomize-controller's generated kustomization takes every manifest under the path) is a problem: Flux would reconcile its own bootstrap, which the play applies once, and with C(prune) removing the file would delete Flux. The fix names the file: move it out of the path, or list the path's resources in an explicit C(kustomization.yaml) that leaves it out.",
 		"Fails when it finds a problem, C(msg) listing each; C(problems) holds them. A clean report is kept per repository, so a re-run with nothing changed skips the builds (see C(cached)).",
 	},
 	Author:    []string{"gitops.k3s_flux maintainers (@gitops-k3s-flux)"},
@@ -43,7 +44,7 @@ var module = &ansible.Module{
   delegate_to: localhost
 `,
 	Returns: []ansible.Return{
-		{Name: "problems", Description: []string{"What Flux would fail on: C(kind) (excluded, build, secret, substitute, known_hosts), C(kustomization), C(path), C(rule) and C(fix) for an excluded file, C(message)."}, Returned: "always", Type: "list",
+		{Name: "problems", Description: []string{"What Flux would fail on: C(kind) (excluded, build, secret, substitute, known_hosts, instance), C(kustomization), C(path), C(rule) and C(fix) for an excluded file (C(fix) also for a FluxInstance in a sync path), C(message)."}, Returned: "always", Type: "list",
 			Sample: []any{map[string]any{"kind": "excluded", "kustomization": "flux-system/apps", "path": "apps/branding/icon.png", "rule": `"*.png" (source-controller's built-in default exclusions)`,
 				"fix": "add the line `!/apps/branding/icon.png` to .sourceignore at the repository root", "message": "flux-system/apps needs apps/branding/icon.png, which source-controller leaves out of the artifact"}}},
 		{Name: "kustomizations", Description: []string{"The Flux Kustomizations built: C(name) (namespace/name), C(path), C(resources) (how many objects the build made)."}, Returned: "always", Type: "list",

@@ -133,7 +133,7 @@ func clusterYAML(url, path string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	out := strings.NewReplacer("url: ssh://git@github.com/example-org/home-ops.git", "url: "+url, "path: flux\n", "path: "+path+"\n").Replace(string(raw))
+	out := strings.NewReplacer("url: ssh://git@github.com/example-org/home-ops.git", "url: "+url, "path: clusters/home\n", "path: "+path+"\n").Replace(string(raw))
 	if !strings.Contains(out, url) || !strings.Contains(out, "path: "+path) {
 		return "", fmt.Errorf("examples/flux/cluster.yaml no longer has the sync url and path this replaces")
 	}
