@@ -57,11 +57,11 @@ func guessedSecrets(val any) []string {
 	return out
 }
 
-// SecretKeyValues lists the values under every key whose name says it holds
+// secretKeyValues lists the values under every key whose name says it holds
 // a secret (secretName), at any depth of a free-form dict that holds secrets
 // (k3s's config, registry credentials): agentToken, auth.passwd. A module's
 // own NoLogValues know the right names; this catches any spelling.
-func SecretKeyValues(val any) []string {
+func secretKeyValues(val any) []string {
 	var out []string
 	switch t := val.(type) {
 	case map[string]any:
@@ -69,12 +69,12 @@ func SecretKeyValues(val any) []string {
 			if _, block := v.(map[string]any); secretName(key) && !block {
 				out = append(out, guessedSecrets(v)...)
 			} else {
-				out = append(out, SecretKeyValues(v)...)
+				out = append(out, secretKeyValues(v)...)
 			}
 		}
 	case []any:
 		for _, e := range t {
-			out = append(out, SecretKeyValues(e)...)
+			out = append(out, secretKeyValues(e)...)
 		}
 	}
 	return out
@@ -88,11 +88,11 @@ func optionNoLogValues(o Option, val any) []string {
 	}
 	if o.NoLogValues != nil && val != nil {
 		out = append(out, o.NoLogValues(val)...)
-		out = append(out, SecretKeyValues(val)...)
+		out = append(out, secretKeyValues(val)...)
 		if s, ok := val.(string); ok {
 			if d, err := toDict(s); err == nil {
 				out = append(out, o.NoLogValues(d)...)
-				out = append(out, SecretKeyValues(d)...)
+				out = append(out, secretKeyValues(d)...)
 			}
 		}
 	}
