@@ -344,6 +344,16 @@ class FetchController(unittest.TestCase):
         self.assertIn("is writable by others (mode 777): refused", str(e.exception))
         self.assertEqual(self.fetched, [])
 
+    def test_cache_directory_of_another_user_refused(self):
+        from ansible_collections.gitops.k3s_flux.plugins.plugin_utils import binary_module
+
+        os.makedirs(self.dir, mode=0o700)
+        with mock.patch.object(binary_module.os, "getuid", return_value=os.getuid() + 1):
+            with self.assertRaises(ValueError) as e:
+                fetch_controller("u", self.sha, self.dest, self.opener(lzma.compress(self.binary)))
+        self.assertIn("belongs to uid %d, not to this user (uid %d): refused" % (os.getuid(), os.getuid() + 1), str(e.exception))
+        self.assertEqual(self.fetched, [])
+
     def assert_refused(self, payload, message):
         with self.assertRaises(ValueError) as e:
             fetch_controller("u", self.sha, self.dest, self.opener(payload))
