@@ -760,6 +760,21 @@ func TestHAPlay(t *testing.T) {
 		_, err = kc.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
 		assert.True(t, apierrors.IsNotFound(err), "Node %s deleted: %v", name, err)
 	})
+
+	// A confirmed reset of one node takes that node back to bare and nothing else: the other
+	// nodes keep k3s, the cluster keeps its kubeconfig.
+	t.Run("partial reset", func(t *testing.T) {
+		r := play(vars, "-l", "node1,node2,node4")
+		require.NoError(t, r.err, r.output)
+		r = reset("-l", "node4", "-e", "k8s_cluster_reset_confirmed=true")
+		require.NoError(t, r.err, r.output)
+		assert.Equal(t, map[string]int{"node4": 1}, r.changed(), r.output)
+		assert.NoError(t, bare(b.Hosts.Host("node4")), "node4 bare")
+		for _, h := range []string{"node1", "node2"} {
+			assert.Error(t, bare(b.Hosts.Host(h)), "%s keeps k3s", h)
+		}
+		assert.FileExists(t, filepath.Join(dir, "kubeconfig"), "the cluster's kubeconfig stays")
+	})
 }
 
 // section is the part of a play's output under the tasks whose name
