@@ -21,6 +21,7 @@ var module = &ansible.Module{
 		"When Flux's CRDs are not installed, the lists are empty and C(flux_installed) is false.",
 		"Nothing to check is not success: when C(source) does not exist, C(ready) is false. With C(wait), a FluxInstance in the source's namespace that has no C(spec.sync), or syncs under another name, fails the task at once naming the source to use; so does an object that Flux reports Stalled for its current generation (Flux will not retry it until its spec changes).",
 		"A blip of the API server (unreachable, 429, 5xx, an etcd leader change) during a wait is retried until C(wait_timeout).",
+		"With a kubeconfig that may read but not patch, a wait that would ask Flux to reconcile (C(reconcile_stalled_after)) warns once and goes on waiting without asking.",
 	},
 	Spec: ansible.Spec{
 		Options: append(append(kube.ConnectionOptions(), kube.WaitOptions(false, "Wait until nothing is failing (and the revision is served).")...),

@@ -1,6 +1,7 @@
 package fluxstatus
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -8,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -192,6 +194,21 @@ func TestStatusAgainstAnInMemoryCluster(t *testing.T) {
 			assert.Equal(t, []any{}, res["reconciles_requested"])
 			assert.Equal(t, 0, c.Writes(), "%v", args)
 		}
+	})
+	t.Run("a kubeconfig that may not patch: a warning, and the wait goes on without asking", func(t *testing.T) {
+		c := stuck()
+		c.Fail = func(verb string, gvr schema.GroupVersionResource, _ string) error {
+			if verb == "patch" {
+				return apierrors.NewForbidden(gvr.GroupResource(), "apps", errors.New("read-only"))
+			}
+			return nil
+		}
+		res, code := status(t, c, map[string]any{"wait": true, "wait_timeout": 3, "reconcile_stalled_after": 1})
+		assert.Equal(t, 1, code)
+		assert.Contains(t, res["msg"], "Flux not ready after 3s", "the wait's own end, not the refusal")
+		assert.Equal(t, []any{}, res["reconciles_requested"])
+		require.Len(t, res["warnings"], 1)
+		assert.Contains(t, res["warnings"].([]any)[0], "could not ask Flux to reconcile Kustomization/flux-system/apps")
 	})
 	t.Run("a negative reconcile_stalled_after is refused", func(t *testing.T) {
 		res, code := status(t, stuck(), map[string]any{"reconcile_stalled_after": -1})
