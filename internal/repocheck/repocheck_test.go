@@ -273,21 +273,10 @@ spec:
 // manifest under the path, the FluxInstance with them.
 func TestInstanceInsideItsSyncPath(t *testing.T) {
 	inFlux := strings.Replace(instance, "path: clusters/home", "path: flux", 1)
-	apps := `apiVersion: kustomize.toolkit.fluxcd.io/v1
-kind: Kustomization
-metadata:
-  name: apps
-  namespace: flux-system
-spec:
-  interval: 10m
-  path: ./apps
-  prune: true
-  sourceRef:
-    kind: GitRepository
-    name: flux-system
-`
-	root := seedRepo(t, map[string]string{"flux/cluster.yaml": inFlux, "flux/apps.yaml": apps, ".sourceignore": "!/apps/branding/icon.png\n"})
-	r := check(t, root, "flux-system/git-deploy-key")
+	root := seedRepo(t, map[string]string{"flux/cluster.yaml": inFlux, ".sourceignore": "!/apps/branding/icon.png\n"})
+	// The apps Kustomization moves beside the FluxInstance, into the sync path.
+	require.NoError(t, os.Rename(filepath.Join(root, "clusters", "home", "apps.yaml"), filepath.Join(root, "flux", "apps.yaml")))
+	r := check(t, root, "flux-system/git-deploy-key", "flux-system/sops-age")
 	require.Len(t, r.Problems, 1, "%+v", r.Problems)
 	p := r.Problems[0]
 	assert.Equal(t, "instance", p.Kind)
@@ -297,5 +286,5 @@ spec:
 
 	// The fix: an explicit kustomization.yaml that lists the rest.
 	require.NoError(t, os.WriteFile(filepath.Join(root, "flux", "kustomization.yaml"), []byte("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - apps.yaml\n"), 0o644))
-	assert.Empty(t, check(t, root, "flux-system/git-deploy-key").Problems)
+	assert.Empty(t, check(t, root, "flux-system/git-deploy-key", "flux-system/sops-age").Problems)
 }
