@@ -26,10 +26,11 @@ const MaxReconcileRequests = 3
 // Nudger decides, during a wait, when to ask Flux to reconcile an object
 // again, as a user runs `flux reconcile` when something shows no progress:
 // an object whose status has not changed for After gets a request, at most
-// MaxReconcileRequests times, After apart. A controller that lost its
-// watches after an API server outage otherwise leaves a Kustomization
-// "Reconciliation in progress" until its next interval. Pure: the caller
-// patches (RequestReconcile) what Due returns true for.
+// MaxReconcileRequests times, After apart. After an API server outage,
+// kustomize-controller can leave a Kustomization "Reconciliation in
+// progress" until its retryInterval (its status patch lost to a stale cache;
+// docs/testing.md). Pure: the caller patches (RequestReconcile) what Due
+// returns true for.
 type Nudger struct {
 	After time.Duration // 0: never request
 	Now   func() time.Time
