@@ -22,7 +22,7 @@ func rawNoLogValues(options []Option, params map[string]any) []string {
 		// An unknown key beside a no_log option, misspelt beyond one slip
 		// (clientSecret for client_secret, stringData for string_data), is masked
 		// when its name says it holds a secret.
-		if len(matched) == 0 && secretsHere && (secretName(key) || slices.ContainsFunc(options, func(o Option) bool { return o.NoLog && fold(o.Name) == fold(key) })) {
+		if len(matched) == 0 && secretsHere && (SecretName(key) || slices.ContainsFunc(options, func(o Option) bool { return o.NoLog && fold(o.Name) == fold(key) })) {
 			out = append(out, guessedSecrets(val)...)
 		}
 	}
@@ -38,8 +38,8 @@ func fold(name string) string {
 	return strings.ToLower(strings.NewReplacer("_", "", "-", "").Replace(name))
 }
 
-// secretName tells whether a key's name says it holds a secret.
-func secretName(key string) bool {
+// SecretName tells whether a key's name says it holds a secret.
+func SecretName(key string) bool {
 	f := fold(key)
 	return slices.ContainsFunc(secretWords, func(w string) bool { return strings.Contains(f, w) })
 }
@@ -58,7 +58,7 @@ func guessedSecrets(val any) []string {
 }
 
 // secretKeyValues lists the values under every key whose name says it holds
-// a secret (secretName), at any depth of a free-form dict that holds secrets
+// a secret (SecretName), at any depth of a free-form dict that holds secrets
 // (k3s's config, registry credentials): agentToken, auth.passwd. A module's
 // own NoLogValues know the right names; this catches any spelling.
 func secretKeyValues(val any) []string {
@@ -66,7 +66,7 @@ func secretKeyValues(val any) []string {
 	switch t := val.(type) {
 	case map[string]any:
 		for key, v := range t {
-			if _, block := v.(map[string]any); secretName(key) && !block {
+			if _, block := v.(map[string]any); SecretName(key) && !block {
 				out = append(out, guessedSecrets(v)...)
 			} else {
 				out = append(out, secretKeyValues(v)...)

@@ -3,7 +3,8 @@
 // (internal/fluxsource), then every Flux Kustomization of the FluxInstance's
 // sync built as kustomize-controller builds it (fluxcd/pkg/kustomize's
 // generator and SecureBuild, over the files the artifact keeps), and the
-// Secrets and SSH host the bootstrap must provide.
+// Secrets and SSH host the bootstrap must provide; and, apart, the
+// credentials a push would publish (credentials.go).
 package repocheck
 
 import (
@@ -44,9 +45,9 @@ type Options struct {
 	CacheDir string
 }
 
-// Problem is one thing Flux would fail on.
+// Problem is one thing Flux would fail on, or a credential a push would publish.
 type Problem struct {
-	Kind          string `json:"kind"` // excluded, build, secret, known_hosts, substitute, instance
+	Kind          string `json:"kind"` // excluded, build, secret, known_hosts, substitute, instance, credential
 	Kustomization string `json:"kustomization,omitempty"`
 	Path          string `json:"path,omitempty"`
 	Rule          string `json:"rule,omitempty"`
@@ -103,8 +104,24 @@ func readInstance(raw []byte, file string) (sync, error) {
 }
 
 // Check runs the whole check; err is for what stops it (an unreadable
-// repository or FluxInstance), problems go into the report.
+// repository or FluxInstance), problems go into the report: the builds'
+// (kept when clean, see cache.go), then the credentials a push would
+// publish (read every time: a cheap scan, and a file the artifact leaves
+// out, which the cache key does not read, may hold one).
 func Check(o Options) (*Report, error) {
+	r, err := checkBuilds(o)
+	if err != nil {
+		return nil, err
+	}
+	credentials, err := scanCredentials(o.Root)
+	if err != nil {
+		return nil, err
+	}
+	r.Problems = append(r.Problems, credentials...)
+	return r, nil
+}
+
+func checkBuilds(o Options) (*Report, error) {
 	s, err := readInstance(o.Instance, o.InstanceFile)
 	if err != nil {
 		return nil, err

@@ -12,7 +12,8 @@ var module = &ansible.Module{
 		"A file a build needs that the artifact leaves out is reported with the rule that excluded it and the C(.sourceignore) line that keeps it; any other build error is reported as kustomize gives it, with paths relative to the repository.",
 		"Cross-checks with the bootstrap: C(spec.sync.pullSecret) and every C(spec.decryption.secretRef) must be among O(secrets); every C(spec.postBuild.substituteFrom) reference not marked C(optional) must be among O(secrets) or O(config_maps), or be created by a build of the repository; an SSH C(spec.sync.url)'s host must be one O(known_hosts) covers.",
 		"A FluxInstance that a build applies (seed 000's C(flux/cluster.yaml) inside its own C(sync.path: flux) with no C(kustomization.yaml) there: kustomize-controller's generated kustomization takes every manifest under the path) is a problem: Flux would reconcile its own bootstrap, which the play applies once, and with C(prune) removing the file would delete Flux. The fix names the file: move it out of the path, or list the path's resources in an explicit C(kustomization.yaml) that leaves it out.",
-		"Fails when it finds a problem, C(msg) listing each; C(problems) holds them. A clean report is kept per repository, so a re-run with nothing changed skips the builds (see C(cached)).",
+		"Credentials a push would publish: every file git would push (tracked, or untracked and not ignored: what C(git add -A) adds; outside a git work tree, every file) is read for a kubeconfig with credentials (a user's C(client-key-data), C(token), C(password) or auth-provider tokens), a PEM private key, an age secret key, a k3s token (C(K10...)), a Kubernetes Secret with data in the clear, and this collection's secret role variables (C(k8s_cluster_token), C(flux_bootstrap_infisical_auth) and the others marked no_log) set in plain text. SOPS-encrypted files, Ansible Vault files and values, Jinja templates and Flux C(${VAR}) substitutions pass. Each finding names the file, the line and the kind, never the value, and the fix (ignore the file, or encrypt it; rotate what was pushed). Binary files, links and files over 4 MiB are not read.",
+		"Fails when it finds a problem, C(msg) listing each; C(problems) holds them. A clean report of the builds is kept per repository, so a re-run with nothing changed skips them (see C(cached)); the credential scan runs every time.",
 	},
 	Author:    []string{"gitops.k3s_flux maintainers (@gitops-k3s-flux)"},
 	CheckMode: "full",
@@ -44,13 +45,13 @@ var module = &ansible.Module{
   delegate_to: localhost
 `,
 	Returns: []ansible.Return{
-		{Name: "problems", Description: []string{"What Flux would fail on: C(kind) (excluded, build, secret, substitute, known_hosts, instance), C(kustomization), C(path), C(rule) and C(fix) for an excluded file (C(fix) also for a FluxInstance in a sync path), C(message)."}, Returned: "always", Type: "list",
+		{Name: "problems", Description: []string{"What Flux would fail on, and the credentials a push would publish: C(kind) (excluded, build, secret, substitute, known_hosts, instance, credential), C(kustomization), C(path), C(rule) and C(fix) for an excluded file (C(fix) also for a FluxInstance in a sync path and a credential), C(message)."}, Returned: "always", Type: "list",
 			Sample: []any{map[string]any{"kind": "excluded", "kustomization": "flux-system/apps", "path": "apps/branding/icon.png", "rule": `"*.png" (source-controller's built-in default exclusions)`,
 				"fix": "add the line `!/apps/branding/icon.png` to .sourceignore at the repository root", "message": "flux-system/apps needs apps/branding/icon.png, which source-controller leaves out of the artifact"}}},
 		{Name: "kustomizations", Description: []string{"The Flux Kustomizations built: C(name) (namespace/name), C(path), C(resources) (how many objects the build made)."}, Returned: "always", Type: "list",
 			Sample: []any{map[string]any{"name": "flux-system/flux-system", "path": "flux", "resources": 2}}},
 		{Name: "excluded", Description: []string{"The repository's files the artifact leaves out."}, Returned: "always", Type: "list", Sample: []any{".gitignore", "docs/logo.png"}},
-		{Name: "cached", Description: []string{"True when nothing the check reads changed since its last clean run (every file's path, the content of each file the artifact keeps, the FluxInstance, the options, the binary): the report is that run's, kept under C(${XDG_CACHE_HOME:-~/.cache}/gitops.k3s_flux/repo_check/), and nothing was built."}, Returned: "always", Type: "bool", Sample: false},
+		{Name: "cached", Description: []string{"True when nothing the check reads changed since its last clean run (every file's path, the content of each file the artifact keeps, the FluxInstance, the options, the binary): the builds' report is that run's, kept under C(${XDG_CACHE_HOME:-~/.cache}/gitops.k3s_flux/repo_check/), and nothing was built (the credential scan still ran)."}, Returned: "always", Type: "bool", Sample: false},
 		{Name: "skipped", Description: []string{"Kustomizations of other sources, not built."}, Returned: "always", Type: "list", Sample: []any{}},
 	},
 }

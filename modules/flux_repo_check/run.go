@@ -2,6 +2,7 @@ package fluxrepocheck
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -76,13 +77,30 @@ func run(_ context.Context, req *ansible.Request) (*ansible.Result, error) {
 	if len(report.Problems) == 0 {
 		return res, nil
 	}
-	lines := make([]string, 0, len(report.Problems))
-	for _, p := range report.Problems {
+	return res, problemsError(a.Path, report.Problems)
+}
+
+// problemsError is the failure's msg: the credentials a push would
+// publish, then what Flux would fail on, each with its fix.
+func problemsError(path string, problems []repocheck.Problem) error {
+	var credentials, flux []string
+	for _, p := range problems {
 		line := p.Message
 		if p.Fix != "" {
 			line += "; fix: " + p.Fix
 		}
-		lines = append(lines, line)
+		if p.Kind == "credential" {
+			credentials = append(credentials, line)
+		} else {
+			flux = append(flux, line)
+		}
 	}
-	return res, fmt.Errorf("Flux would fail on %s: %s", a.Path, strings.Join(lines, " | "))
+	var parts []string
+	if len(credentials) > 0 {
+		parts = append(parts, fmt.Sprintf("A push of %s would publish credentials: %s", path, strings.Join(credentials, " | ")))
+	}
+	if len(flux) > 0 {
+		parts = append(parts, fmt.Sprintf("Flux would fail on %s: %s", path, strings.Join(flux, " | ")))
+	}
+	return errors.New(strings.Join(parts, ". "))
 }

@@ -89,3 +89,19 @@ func TestKnownHostsAndSecrets(t *testing.T) {
 	assert.Contains(t, msg, "spec.decryption.secretRef flux-system/sops-age will not exist")
 	assert.Contains(t, msg, "github.com is not in the deploy key's known_hosts (git.lan)")
 }
+
+// A credential in the repository fails the check, named by file and kind,
+// its value nowhere in the result.
+func TestCredentialInTheRepository(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	const password = "pr1vate-Pa55word"
+	root := seedCopy(t, map[string]string{".sourceignore": "!/apps/branding/icon.png\n",
+		"db-secret.yaml": "apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\nstringData:\n  password: " + password + "\n"})
+	for range 2 { // the second run's builds come from the cache; the scan does not
+		res, code, raw := ansibletest.Run(t, module, run, map[string]any{"path": root, "secrets": seeded, "known_hosts": "github"})
+		require.Equal(t, 1, code, res)
+		assert.Equal(t, "A push of "+root+" would publish credentials: db-secret.yaml holds an unencrypted Kubernetes Secret db (stringData) (line 6), "+
+			"and the repository directory is not a git work tree that could ignore it: pushed, it would be published; fix: move it out of the repository, or encrypt it with SOPS", res["msg"])
+		assert.NotContains(t, raw, password)
+	}
+}

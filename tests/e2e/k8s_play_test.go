@@ -262,7 +262,18 @@ func TestBootstrapPlay(t *testing.T) {
 		out, err := exec.Command("git", "init", "-q", repo).CombinedOutput()
 		require.NoError(t, err, string(out))
 
+		// vars.json holds the Infisical client secrets in plain text, in the repository and not
+		// ignored: the check stops the play before any host is touched, naming the file.
 		r := c.playIn(t, ansibleDir, nil, "gitops.k3s_flux.k8s", "-e", "@vars.json")
+		outputs = append(outputs, r.output)
+		require.Error(t, r.err, r.output)
+		flat := strings.Join(strings.Fields(r.output), " ")
+		assert.Contains(t, flat, "would publish credentials: ansible/vars.json is not ignored by git and holds flux_bootstrap_infisical_auth.platform.client_secret in plain text")
+		assert.Contains(t, flat, "fix: list it in .gitignore")
+		assert.Equal(t, map[string]int{"localhost": 0}, r.changed(), "nothing changed: %s", r.output)
+		require.NoError(t, os.WriteFile(filepath.Join(ansibleDir, ".gitignore"), []byte("/vars.json\n"), 0o600))
+
+		r = c.playIn(t, ansibleDir, nil, "gitops.k3s_flux.k8s", "-e", "@vars.json")
 		outputs = append(outputs, r.output)
 		require.NoError(t, r.err, r.output)
 		assert.Equal(t, map[string]int{"localhost": 0, "node1": 1, "node2": 0, "node3": 0}, r.changed(),
@@ -299,7 +310,7 @@ func TestBootstrapPlay(t *testing.T) {
 		r = c.playIn(t, ansibleDir, nil, "gitops.k3s_flux.k8s", "-e", "@vars.json")
 		outputs = append(outputs, r.output)
 		require.Error(t, r.err)
-		flat := strings.Join(strings.Fields(r.output), " ")
+		flat = strings.Join(strings.Fields(r.output), " ")
 		assert.Contains(t, flat, "flux_bootstrap_instance_src "+filepath.Join(repo, "flux", "cluster.yaml")+": no such file on the controller")
 		assert.NotContains(t, r.output, "TASK [gitops.k3s_flux.k8s_cluster", "no host is touched before the inputs are checked")
 	})
