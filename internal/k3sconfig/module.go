@@ -43,7 +43,7 @@ var Module = &ansible.Module{
 	Notes: []string{
 		"k3s reads config.yaml first, then each C(config.yaml.d/*.yaml) drop-in in lexical order; a plain key in a later file replaces the earlier value and a C(key+) key appends to a list flag.",
 		"A server-only key on an agent fails here, because C(k3s agent) refuses to start with it; an agent-only key on a server fails too, because C(k3s server) would silently drop it.",
-		"In diffs the values of C(token) and of the secret flags (agent-token, etcd-s3-access-key, etcd-s3-secret-key, etcd-s3-session-token, datastore-endpoint, vpn-auth) are replaced by C(<redacted>), and on the new side by C(<redacted, changed>) where the value changed; nothing derived from a secret is ever shown. They are masked in the result like a no_log option.",
+		"In diffs the values of C(token) and of the secret flags (agent-token, etcd-s3-access-key, etcd-s3-secret-key, etcd-s3-session-token, datastore-endpoint, vpn-auth) are replaced by C(<redacted>), and on the new side by C(<redacted, changed>) where the value changed; nothing derived from a secret is ever shown. A file already on the node is parsed to find its secrets whatever its style (flow style, JSON, a block scalar, the value on the line after its key): shown as written when the line-by-line redaction leaves none of them in it, else rendered again from the parse with each replaced, and as C(<not shown: does not parse>) when it does not parse. They are masked in the result like a no_log option.",
 		"k3s does not reload its config: act on C(restart_needed) by restarting the k3s service.",
 	},
 	Spec: ansible.Spec{
@@ -179,7 +179,7 @@ func Run(_ context.Context, req *ansible.Request) (*ansible.Result, error) {
 		res.Set("node_name", nodeName(a.Config, os.Hostname, readNodeID))
 	}
 
-	return res, converge(req, res, path, content, a.State == "present", a.Backup, redactWith)
+	return res, converge(req, res, path, content, a.State == "present", a.Backup, configRedactor)
 }
 
 // converge makes the file at path hold content (present) or be gone, as

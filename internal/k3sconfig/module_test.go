@@ -225,3 +225,37 @@ func TestReadNodeID(t *testing.T) {
 	require.NoError(t, os.WriteFile(NodeIDFile, []byte("5a1b2c3d\n"), 0o644))
 	assert.Equal(t, "5a1b2c3d", readNodeID())
 }
+
+// A file on the node written in any YAML style shows no secret in the diff:
+// the line-based text when it leaks nothing, else the parsed file rendered
+// again; "changed" compares the parsed values.
+func TestRedactAnyStyle(t *testing.T) {
+	const secret = "s3cr3t-Value"
+	ours := "token: " + secret + "\nnode-name: n1\n"
+	for name, tc := range map[string]struct {
+		before, want string
+		same         bool // the parsed token is ours
+	}{
+		"flow style (parsed)":        {"{token: " + secret + ", node-name: n1}\n", "{token: \"<redacted>\", node-name: n1}\n", true},
+		"JSON (parsed)":              {`{"token": "` + secret + `", "node-name": "n1"}`, "{\"token\": \"<redacted>\", \"node-name\": \"n1\"}\n", true},
+		"block scalar":               {"token: |-\n  " + secret + "\nnode-name: n1\n", "token: <redacted>\n  <redacted>\nnode-name: n1\n", true},
+		"block scalar, kept newline": {"token: |\n  " + secret + "\n", "token: <redacted>\n  <redacted>\n", false},
+		"on the line after":          {"token:\n  " + secret + "\nnode-name: n1\n", "token:\n  <redacted>\nnode-name: n1\n", true},
+		"multi-line quoted":          {"token: \"" + secret[:4] + "\n  " + secret[4:] + "\"\n", "token: <redacted>\n  <redacted>\n", false},
+		"inside a flow list":         {"agent-token: [" + secret + "]\n", "agent-token: <redacted>\n", true},
+		"does not parse":             {"token: " + secret + "\n  bad: [indent\n", "<not shown: does not parse>", true},
+		"as written, by lines":       {"# mine\ntoken: '" + secret + "' # old\n", "# mine\ntoken: <redacted>\n", true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			b, a := redactPairWith(configRedactor, tc.before, ours)
+			assert.Equal(t, tc.want, b)
+			assert.NotContains(t, b+a, secret)
+			assert.NotContains(t, b+a, secret[4:])
+			want := "token: <redacted, changed>\nnode-name: n1\n"
+			if tc.same || tc.want == "<not shown: does not parse>" {
+				want = "token: <redacted>\nnode-name: n1\n"
+			}
+			assert.Equal(t, want, a)
+		})
+	}
+}

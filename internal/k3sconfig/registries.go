@@ -41,7 +41,7 @@ var RegistriesModule = &ansible.Module{
 	Platforms: "linux",
 	Notes: []string{
 		"k3s reads registries.yaml only when it starts: act on C(restart_needed) by restarting the k3s service (role k8s_cluster does).",
-		"In diffs the values of C(password), C(token), C(auth) and C(identity_token) are replaced by C(<redacted>), and on the new side by C(<redacted, changed>) where the value changed; nothing derived from them is shown, and they are masked in the result like a no_log option.",
+		"In diffs the values of C(password), C(token), C(auth) and C(identity_token) are replaced by C(<redacted>), and on the new side by C(<redacted, changed>) where the value changed; nothing derived from them is shown, and they are masked in the result like a no_log option. A file already on the node is parsed to find them whatever its style, as M(gitops.k3s_flux.k3s_config) does (C(<not shown: does not parse>) when it does not parse).",
 	},
 	Spec: ansible.Spec{
 		Options: []ansible.Option{
@@ -404,9 +404,9 @@ func renderRegistries(doc map[string]node) []byte {
 var registrySecretLine = regexp.MustCompile(`^(\s*)(` + strings.Join(slices.Sorted(maps.Keys(registrySecretKeys)), "|") + `):[ \t]+(\S.*)$`)
 
 // redactRegistries replaces the secret values in a registries file's text;
-// mark gets each one's slot (its parent keys) and value. It works on lines,
-// so that a hand-edited file is shown as it is.
-func redactRegistries(content string, mark func(slot, value string) string) string {
+// mark gets each one's slot (its parent keys, as registrySecret names it).
+// It works on lines, so that a hand-edited file is shown as it is.
+func redactRegistries(content string, mark func(slot string) string) string {
 	lines := strings.SplitAfter(content, "\n")
 	var parents []string // the keys opening the blocks above, by depth
 	for i, line := range lines {
@@ -422,7 +422,7 @@ func redactRegistries(content string, mark func(slot, value string) string) stri
 		}
 		if m := registrySecretLine.FindStringSubmatch(body); m != nil {
 			slot := strings.Join(append(append([]string{}, parents...), m[2]), "/")
-			lines[i] = m[1] + m[2] + ": " + mark(slot, parseScalar(m[3])) + nl
+			lines[i] = m[1] + m[2] + ": " + mark(slot+"#1") + nl
 			continue
 		}
 		if key, rest, ok := splitKey(trimmed); ok && strings.TrimSpace(rest) == "" {
@@ -433,6 +433,22 @@ func redactRegistries(content string, mark func(slot, value string) string) stri
 		}
 	}
 	return strings.Join(lines, "")
+}
+
+// registrySecret: a credential key of a registry's auth at any depth; its
+// slot is the keys above it (list positions left out, as redactRegistries
+// skips list items).
+func registrySecret(path []string) (string, bool) {
+	if len(path) == 0 || !registrySecretKeys[path[len(path)-1]] {
+		return "", false
+	}
+	var keys []string
+	for _, p := range path {
+		if !strings.HasPrefix(p, "[") {
+			keys = append(keys, p)
+		}
+	}
+	return strings.Join(keys, "/"), true
 }
 
 // splitKey splits "key: rest" where key may be double-quoted (a host with
@@ -468,7 +484,7 @@ func RunRegistries(_ context.Context, req *ansible.Request) (*ansible.Result, er
 			return res, err
 		}
 		content = renderRegistries(doc)
-		sum := sha256.Sum256([]byte(redactRegistries(string(content), func(string, string) string { return ansible.Redacted })))
+		sum := sha256.Sum256([]byte(redactRegistries(string(content), func(string) string { return ansible.Redacted })))
 		res.Set("checksum", hex.EncodeToString(sum[:]))
 	}
 	// The TLS files before the file that points at them.
@@ -476,7 +492,7 @@ func RunRegistries(_ context.Context, req *ansible.Request) (*ansible.Result, er
 	if err != nil {
 		return res, err
 	}
-	if err := converge(req, res, a.Path, content, a.State == "present", a.Backup, redactRegistries); err != nil {
+	if err := converge(req, res, a.Path, content, a.State == "present", a.Backup, registriesRedactor); err != nil {
 		return res, err
 	}
 	res.Changed = res.Changed || tls.changed

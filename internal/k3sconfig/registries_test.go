@@ -163,7 +163,7 @@ func TestRegistriesBadInput(t *testing.T) {
 func TestRegistriesRedactHandEdited(t *testing.T) {
 	before := "# mine\nconfigs:\n  r.example:\n    auth:\n      password: \"old secret\" # comment\n      auth: dXNlcjpwYXNz\n  other:\n    auth:\n      password: same\n"
 	after := "configs:\n  r.example:\n    auth:\n      password: new\n      auth: dXNlcjpwYXNz\n  other:\n    auth:\n      password: same\n"
-	b, a := redactPairWith(redactRegistries, before, after)
+	b, a := redactPairWith(registriesRedactor, before, after)
 	assert.Equal(t, "# mine\nconfigs:\n  r.example:\n    auth:\n      password: <redacted>\n      auth: <redacted>\n  other:\n    auth:\n      password: <redacted>\n", b)
 	assert.Equal(t, "configs:\n  r.example:\n    auth:\n      password: <redacted, changed>\n      auth: <redacted>\n  other:\n    auth:\n      password: <redacted>\n", a)
 }
@@ -252,4 +252,25 @@ func TestRegistriesTLSContent(t *testing.T) {
 	assert.Equal(t, true, res["changed"])
 	assert.NoFileExists(t, path)
 	assert.NoDirExists(t, filepath.Dir(dir), "the TLS directory goes with the file")
+}
+
+func TestRegistriesRedactAnyStyle(t *testing.T) {
+	const secret = "s3cr3t-Value"
+	after := "configs:\n  r.example:\n    auth:\n      username: u\n      password: " + secret + "\n"
+	for name, tc := range map[string]struct{ before, want string }{
+		"flow style": {"configs: {r.example: {auth: {username: u, password: " + secret + "}}}\n",
+			"configs: {r.example: {auth: {username: u, password: \"<redacted>\"}}}\n"},
+		"JSON": {`{"configs": {"r.example": {"auth": {"username": "u", "password": "` + secret + `"}}}}`,
+			"{\"configs\": {\"r.example\": {\"auth\": {\"username\": \"u\", \"password\": \"<redacted>\"}}}}\n"},
+		"on the line after": {"configs:\n  r.example:\n    auth:\n      username: u\n      password:\n        " + secret + "\n",
+			"configs:\n  r.example:\n    auth:\n      username: u\n      password: \"<redacted>\"\n"},
+		"does not parse": {"configs:\n  r.example: {auth: {password: " + secret + "\n", "<not shown: does not parse>"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			b, a := redactPairWith(registriesRedactor, tc.before, after)
+			assert.Equal(t, tc.want, b)
+			assert.NotContains(t, b+a, secret)
+			assert.Equal(t, "configs:\n  r.example:\n    auth:\n      username: u\n      password: <redacted>\n", a, "the same password: not changed")
+		})
+	}
 }

@@ -14,7 +14,7 @@ var module = &ansible.Module{
 	CheckMode: "full",
 	DiffMode:  "full",
 	Notes: []string{
-		"The diff shows the kubeconfig with its client key, token and password replaced by C(<redacted>); those values are masked in every result.",
+		"The diff shows the kubeconfig with its credentials replaced by C(<redacted>): a user's client key, token and password, an auth-provider's id, refresh and access tokens and client secret, and every value of an exec plugin's C(env). An existing file is parsed to find them whatever its style (rendered again from the parse when the line-by-line redaction would leave one, C(<not shown: does not parse>) when it does not parse); those values are masked in every result (an exec C(env) value when its name says it is a secret).",
 		"A C(dest) that is a symbolic link is followed: the file it points to is written.",
 	},
 	Spec: ansible.Spec{Options: []ansible.Option{

@@ -17,6 +17,7 @@ import (
 
 	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible"
 	"github.com/gitops-k3s-flux/k3s_flux/internal/atomicfile"
+	"github.com/gitops-k3s-flux/k3s_flux/internal/yamlredact"
 )
 
 // fileMode is the only mode a kubeconfig gets: it holds the admin's key.
@@ -185,28 +186,59 @@ func addSecrets(req *ansible.Request, cfg *clientcmdapi.Config) {
 		if len(u.ClientKeyData) > 0 {
 			req.AddSecret(base64.StdEncoding.EncodeToString(u.ClientKeyData))
 		}
+		if u.AuthProvider != nil {
+			for k, v := range u.AuthProvider.Config {
+				if secretKeys[k] {
+					req.AddSecret(v)
+				}
+			}
+		}
+		if u.Exec != nil {
+			for _, env := range u.Exec.Env { // the diff hides every value; a named secret is masked too
+				if ansible.SecretName(env.Name) {
+					req.AddSecret(env.Value)
+				}
+			}
+		}
 	}
 }
 
-// secretKeys are the kubeconfig fields whose values are credentials.
-var secretKeys = map[string]bool{"client-key-data": true, "token": true, "password": true}
+// secretKeys are the kubeconfig fields whose values are credentials: a
+// user's, and an auth-provider's tokens (client-go's clientcmd api).
+var secretKeys = map[string]bool{"client-key-data": true, "token": true, "password": true,
+	"id-token": true, "refresh-token": true, "access-token": true, "client-secret": true}
 
-// secretKey is the credential field a kubeconfig line sets, if any.
-func secretKey(line string) (string, bool) {
-	k, _, found := strings.Cut(strings.TrimSpace(line), ":")
-	return k, found && secretKeys[k]
+// secretField is a credential's place in a kubeconfig: a secret key at any
+// depth, or the value of an exec plugin's environment variable.
+func secretField(path []string) (string, bool) {
+	n := len(path)
+	if n == 0 {
+		return "", false
+	}
+	slot := strings.Join(path, ".")
+	if secretKeys[path[n-1]] {
+		return slot, true
+	}
+	return slot, n >= 3 && path[n-1] == "value" && path[n-3] == "env" && strings.HasPrefix(path[n-2], "[")
 }
 
-// redact replaces the credentials in a kubeconfig's text, for the diff.
-func redact(text string) string {
+// redactLines replaces the values of the secret keys a line sets, keeping
+// the file's text (a file this module wrote has nothing else).
+func redactLines(text string, mark func(string) string) string {
 	lines := strings.Split(text, "\n")
 	for i, line := range lines {
-		if key, ok := secretKey(line); ok {
-			indent := line[:len(line)-len(strings.TrimLeft(line, " "))]
-			lines[i] = indent + key + ": <redacted>"
+		trimmed := strings.TrimPrefix(strings.TrimSpace(line), "- ")
+		if k, v, found := strings.Cut(trimmed, ":"); found && secretKeys[k] && strings.TrimSpace(v) != "" {
+			lines[i] = line[:strings.Index(line, k)] + k + ": " + mark("")
 		}
 	}
 	return strings.Join(lines, "\n")
+}
+
+// redact replaces the credentials in a kubeconfig's text, for the diff,
+// whatever its style (an existing file may be hand-edited): see yamlredact.
+func redact(text string) string {
+	return yamlredact.Redact(text, redactLines, secretField, func(string) string { return ansible.Redacted })
 }
 
 // target is dest, or the file a link at dest points to.

@@ -199,3 +199,26 @@ func TestRedact(t *testing.T) {
 	assert.Equal(t, "users:\n- name: a\n  user:\n    token: <redacted>\n    password: <redacted>\n    client-key-data: <redacted>\n    client-certificate-data: cert\n", out)
 	assert.False(t, strings.Contains(out, "abc"))
 }
+
+// An existing kubeconfig, whatever its style, shows none of its credentials
+// in the diff: an auth-provider's tokens, an exec plugin's environment.
+func TestRedactAnyStyle(t *testing.T) {
+	const secret = "s3cr3t-Value"
+	for name, tc := range map[string]struct{ in, want string }{
+		"auth-provider tokens": {"users:\n- name: oidc\n  user:\n    auth-provider:\n      name: oidc\n      config:\n        client-id: k\n        id-token: " + secret + "\n        refresh-token: " + secret + "2\n",
+			"users:\n- name: oidc\n  user:\n    auth-provider:\n      name: oidc\n      config:\n        client-id: k\n        id-token: <redacted>\n        refresh-token: <redacted>\n"},
+		"exec env (parsed)": {"users:\n- name: aws\n  user:\n    exec:\n      command: aws\n      env:\n      - name: AWS_SECRET_ACCESS_KEY\n        value: " + secret + "\n",
+			"users:\n  - name: aws\n    user:\n      exec:\n        command: aws\n        env:\n          - name: AWS_SECRET_ACCESS_KEY\n            value: \"<redacted>\"\n"},
+		"flow style (parsed)": {`{"users": [{"name": "a", "user": {"token": "` + secret + `"}}]}`,
+			"{\"users\": [{\"name\": \"a\", \"user\": {\"token\": \"<redacted>\"}}]}\n"},
+		"token on the line after (parsed)": {"users:\n- name: a\n  user:\n    token:\n      " + secret + "\n",
+			"users:\n  - name: a\n    user:\n      token: \"<redacted>\"\n"},
+		"does not parse": {"users:\n- name: a\n  user: {token: " + secret + "\n", "<not shown: does not parse>"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			out := redact(tc.in)
+			assert.Equal(t, tc.want, out)
+			assert.NotContains(t, out, secret)
+		})
+	}
+}
