@@ -45,10 +45,6 @@ func newSecrets(t *testing.T) secrets {
 	}
 }
 
-func indent(s, by string) string {
-	return by + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n"+by)
-}
-
 func TestCredentialsIn(t *testing.T) {
 	s := newSecrets(t)
 	for name, tc := range map[string]struct {
