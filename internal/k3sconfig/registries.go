@@ -41,7 +41,7 @@ var RegistriesModule = &ansible.Module{
 	Platforms: "linux",
 	Notes: []string{
 		"k3s reads registries.yaml only when it starts: act on C(restart_needed) by restarting the k3s service (role k8s_cluster does).",
-		"In diffs the values of C(password), C(token), C(auth) and C(identity_token) are replaced by C(<redacted>), and on the new side by C(<redacted, changed>) where the value changed; nothing derived from them is shown, and they are masked in the result like a no_log option. A file already on the node is parsed to find them whatever its style, as M(gitops.k3s_flux.k3s_config) does (C(<not shown: does not parse>) when it does not parse).",
+		"In diffs the values of C(password), C(auth) and C(identity_token) are replaced by C(<redacted>), and on the new side by C(<redacted, changed>) where the value changed; nothing derived from them is shown, and they are masked in the result like a no_log option. A file already on the node is parsed to find them whatever its style, as M(gitops.k3s_flux.k3s_config) does (C(<not shown: does not parse>) when it does not parse).",
 	},
 	Spec: ansible.Spec{
 		Options: []ansible.Option{
@@ -50,7 +50,7 @@ var RegistriesModule = &ansible.Module{
 			{Name: "mirrors", Type: ansible.TypeDict, Default: map[string]any{},
 				Description: []string{"Per registry host (C(docker.io), C(registry.example.com:5000), or C(*) for every registry): C(endpoint), the list of mirror URLs tried in order, and C(rewrite), a dict of regular expression to replacement for the image name."}},
 			{Name: "configs", Type: ansible.TypeDict, Default: map[string]any{}, NoLogValues: func(v any) []string { return append(registrySecretValues(v), tlsSecretValues(v)...) },
-				Description: []string{"Per registry host or mirror endpoint host: C(auth) (C(username), C(password), C(token), C(auth), C(identity_token)) and C(tls) (C(ca_file), C(cert_file), C(key_file), C(insecure_skip_verify)).", "C(tls) may give the PEM content instead of a path on the node: C(ca), C(cert), C(key) (a node without Python cannot receive a file through M(ansible.builtin.copy)). The module writes them, 0600 root, to C(registries-tls/<registry>/ca.crt), C(client.crt) and C(client.key) beside C(path), points the file at them, and removes the files there that no registry gives any more.", "The secret fields, and C(key), are never shown."}},
+				Description: []string{"Per registry host or mirror endpoint host: C(auth) (C(username), C(password), C(auth), C(identity_token): what k3s reads; a C(token) key, which k3s ignores and would pull without credentials, is refused) and C(tls) (C(ca_file), C(cert_file), C(key_file), C(insecure_skip_verify)).", "C(tls) may give the PEM content instead of a path on the node: C(ca), C(cert), C(key) (a node without Python cannot receive a file through M(ansible.builtin.copy)). The module writes them, 0600 root, to C(registries-tls/<registry>/ca.crt), C(client.crt) and C(client.key) beside C(path), points the file at them, and removes the files there that no registry gives any more.", "The secret fields, and C(key), are never shown."}},
 			{Name: "state", Default: "present", Choices: []any{"present", "absent"},
 				Description: []string{"C(absent) removes the file."}},
 			{Name: "backup", Type: ansible.TypeBool, Default: false,
@@ -96,8 +96,11 @@ var registrySecretKeys = map[string]bool{"password": true, "token": true, "auth"
 var (
 	mirrorKeys = []string{"endpoint", "rewrite"}
 	configKeys = []string{"auth", "tls"}
-	authKeys   = []string{"username", "password", "token", "auth", "identity_token"}
-	tlsKeys    = []string{"ca_file", "cert_file", "key_file", "insecure_skip_verify", "ca", "cert", "key"}
+	// wharfie's AuthConfig (pkg/registries/registries.go, getAuthenticator)
+	// and k3s's containerd template read these four; a token key is ignored
+	// by both, so pulls would go unauthenticated: refused (see fields).
+	authKeys = []string{"username", "password", "auth", "identity_token"}
+	tlsKeys  = []string{"ca_file", "cert_file", "key_file", "insecure_skip_verify", "ca", "cert", "key"}
 )
 
 // registrySecretValues lists the secret values in a raw configs dict, so
@@ -299,6 +302,9 @@ func fields(where string, raw any, allowed []string) (map[string]any, error) {
 	for k := range m {
 		if !slices.Contains(allowed, k) {
 			hint := ""
+			if k == "token" && slices.Contains(allowed, "identity_token") {
+				hint = " (k3s ignores it, and would pull without credentials: a registry token goes in identity_token, or as the password)"
+			}
 			for _, a := range allowed {
 				if ansible.OneSlip(k, a) {
 					hint = fmt.Sprintf(" (did you mean %s?)", a)

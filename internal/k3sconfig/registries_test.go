@@ -33,7 +33,7 @@ func registriesArgsFor(path string) map[string]any {
 				"auth": map[string]any{"username": "k3s", "password": testRegistryPassword},
 				"tls":  map[string]any{"ca_file": "/etc/ssl/ca.pem", "insecure_skip_verify": false},
 			},
-			"ghcr.io": map[string]any{"auth": map[string]any{"token": testRegistryToken}},
+			"ghcr.io": map[string]any{"auth": map[string]any{"identity_token": testRegistryToken}},
 		},
 	}
 }
@@ -77,7 +77,7 @@ func TestRegistriesLifecycle(t *testing.T) {
 				"auth": map[string]any{"username": "k3s", "password": testRegistryPassword},
 				"tls":  map[string]any{"ca_file": "/etc/ssl/ca.pem", "insecure_skip_verify": false},
 			},
-			"ghcr.io": map[string]any{"auth": map[string]any{"token": testRegistryToken}},
+			"ghcr.io": map[string]any{"auth": map[string]any{"identity_token": testRegistryToken}},
 		},
 	}, doc)
 	ansibletest.Golden(t, "testdata/registries.yaml", content)
@@ -96,7 +96,7 @@ func TestRegistriesLifecycle(t *testing.T) {
 	diff := res["diff"].(map[string]any)
 	assert.Contains(t, diff["before"], "password: <redacted>")
 	assert.Contains(t, diff["after"], "password: <redacted, changed>")
-	assert.Contains(t, diff["after"], "token: <redacted>\n", "the unchanged token is not marked changed")
+	assert.Contains(t, diff["after"], "identity_token: <redacted>\n", "the unchanged token is not marked changed")
 	assert.NotContains(t, diff["after"], "another-pass-0c0c")
 
 	res, code = runRegistriesModule(t, map[string]any{"path": path, "state": "absent"})
@@ -147,6 +147,8 @@ func TestRegistriesBadInput(t *testing.T) {
 			`configs.r.example.tls: unknown key "kye" (did you mean key?)`},
 		{"key not PEM, not shown", map[string]any{"configs": map[string]any{"r.example": map[string]any{"tls": map[string]any{"cert": testPEM("CERTIFICATE", "c"), "key": testRegistryPassword}}}},
 			`configs.r.example.tls.key: expected PEM content (-----BEGIN PRIVATE KEY-----), got a string that is not PEM`},
+		{"a token k3s would ignore, masked", map[string]any{"configs": map[string]any{"ghcr.io": map[string]any{"auth": map[string]any{"token": testRegistryToken}}}},
+			`configs.ghcr.io.auth: unknown key "token" (k3s ignores it, and would pull without credentials: a registry token goes in identity_token, or as the password); k3s reads username, password, auth, identity_token`},
 		{"misspelt secret key, masked", map[string]any{"configs": map[string]any{"r.example": map[string]any{"auth": map[string]any{"pasword": testRegistryPassword}}}},
 			`configs.r.example.auth: unknown key "pasword" (did you mean password?)`},
 	} {
