@@ -7,11 +7,11 @@ import (
 )
 
 func TestParseRelease(t *testing.T) {
-	for _, s := range []string{"v1.36.2+k3s1", "v1.36.2-rc1+k3s2", "v0.0.0+k3s0"} {
+	for _, s := range []string{"v1.36.2+k3s1", "v1.36.2-rc1+k3s2", "v0.0.0+k3s0", "v1.36.2+k3s-1a2b3c4d", "v1.36.2+k3s-1a2b3c4d-dirty", "v1.36.2-rc1+k3s-1a2b3c4d"} {
 		_, ok := ParseRelease(s)
 		assert.True(t, ok, s)
 	}
-	for _, s := range []string{"", "1.36.2+k3s1", "v1.36+k3s1", "v1.36.2", "v1.36.2+k3s", "v1.36.2+k3s1a", "v1.36.x+k3s1", "v1.36.2-rc+k3s1", "v1.36.2-beta1+k3s1", "v1.-3.2+k3s1", "v1.36.2+k3s+1"} {
+	for _, s := range []string{"", "1.36.2+k3s1", "v1.36+k3s1", "v1.36.2", "v1.36.2+k3s", "v1.36.2+k3s1a", "v1.36.x+k3s1", "v1.36.2-rc+k3s1", "v1.36.2-beta1+k3s1", "v1.-3.2+k3s1", "v1.36.2+k3s+1", "v1.36.2+k3s-", "v1.36.2+k3s-xyz1234", "v1.36.2+k3s-1a2b"} {
 		_, ok := ParseRelease(s)
 		assert.False(t, ok, s)
 	}
@@ -33,6 +33,11 @@ func TestNewer(t *testing.T) {
 		{"v1.35.4+k3s1", "v1.36.2+k3s1", false},
 		{"garbage", "v1.36.2+k3s1", false},
 		{"v1.36.2+k3s1", "garbage", false},
+		// A dev build (k3s's scripts/version.sh: +k3s-<commit>) is ordered by its Kubernetes version only.
+		{"v1.37.0+k3s-1a2b3c4d", "v1.36.2+k3s1", true},
+		{"v1.36.2+k3s1", "v1.35.0+k3s-1a2b3c4d-dirty", true},
+		{"v1.36.2+k3s-1a2b3c4d", "v1.36.2+k3s1", false},
+		{"v1.36.2+k3s1", "v1.36.2+k3s-1a2b3c4d", false},
 	} {
 		assert.Equal(t, c.newer, Newer(c.a, c.b), "%s > %s", c.a, c.b)
 	}

@@ -132,10 +132,11 @@ func init() {
 	ansible.RegisterFormat(formatSHA256, isSHA256)
 }
 
-// isK3sVersion accepts v<major>.<minor>.<patch>[-rc<n>]+k3s<n>.
+// isK3sVersion accepts v<major>.<minor>.<patch>[-rc<n>]+k3s<n>: what
+// install.sh installs by INSTALL_K3S_VERSION (a dev build is not one).
 func isK3sVersion(s string) bool {
-	_, ok := k3snode.ParseRelease(s)
-	return ok
+	r, ok := k3snode.ParseRelease(s)
+	return ok && !r.Dev()
 }
 
 func isSHA256(s string) bool {

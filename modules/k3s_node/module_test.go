@@ -305,6 +305,9 @@ func TestKeepsAnotherVersion(t *testing.T) {
 		{name: "newer: kept with a warning", installed: "v1.37.0+k3s1",
 			unit: &k3snode.UnitState{Loaded: true, Enabled: true, Active: true}, wantNewer: true,
 			wantWarning: "k3s v1.37.0+k3s1 on this node is newer than version v1.36.2+k3s1: left on it, not downgraded (allow_downgrade installs v1.36.2+k3s1)"},
+		{name: "a dev build of a newer Kubernetes: kept with a warning", installed: "v1.37.0+k3s-1a2b3c4d",
+			unit: &k3snode.UnitState{Loaded: true, Enabled: true, Active: true}, wantNewer: true,
+			wantWarning: "k3s v1.37.0+k3s-1a2b3c4d on this node is newer than version v1.36.2+k3s1: left on it, not downgraded (allow_downgrade installs v1.36.2+k3s1)"},
 		{name: "newer, allow_downgrade: installed", installed: "v1.36.2+k3s2", args: map[string]any{"allow_downgrade": true},
 			unit: &k3snode.UnitState{Loaded: true, Enabled: true, Active: true}, wantChanged: true, wantCmds: []string{"download https://get.k3s.io", "sh "}},
 	} {
@@ -460,7 +463,7 @@ func TestAirgap(t *testing.T) {
 
 func TestVersionFormat(t *testing.T) {
 	for v, ok := range map[string]bool{
-		"v1.36.2+k3s1": true, "v1.36.2-rc1+k3s2": true, "v1.36.2+k3s10": true,
+		"v1.36.2+k3s1": true, "v1.36.2-rc1+k3s2": true, "v1.36.2+k3s10": true, "v1.36.2+k3s-1a2b3c4d": false, // a dev build installs by commit
 		"1.36.2+k3s1": false, "v1.36+k3s1": false, "v1.36.2": false, "v1.36.2+k3s": false, "v1.36.x+k3s1": false, "latest": false,
 	} {
 		assert.Equal(t, ok, isK3sVersion(v), v)
