@@ -63,21 +63,37 @@ var Units = map[string]string{"server": "k3s", "agent": "k3s-agent"}
 type UnitState struct {
 	Loaded  bool `json:"loaded"` // LoadState=loaded: the unit file exists
 	Enabled bool `json:"enabled"`
-	Active  bool `json:"active"`
+	// Active: k3s runs and said so (Type=notify's READY=1). A unit that is
+	// "activating" is not: still starting (a k3s agent that cannot join
+	// stays so for ever), or waiting to be restarted after k3s exited.
+	Active bool `json:"active"`
+	// ActiveState and SubState as systemd has them: active/running,
+	// activating/start, activating/auto-restart, failed, inactive/dead.
+	ActiveState string `json:"active_state"`
+	SubState    string `json:"sub_state"`
+	// Restarts is NRestarts: how often Restart=always restarted k3s.
+	Restarts int `json:"restarts"`
+}
+
+// CrashLooping is a unit whose k3s exited and waits to be restarted.
+func (u UnitState) CrashLooping() bool {
+	return u.ActiveState == "activating" && u.SubState == "auto-restart"
 }
 
 func (u UnitState) String() string {
+	enabled := "disabled"
+	if u.Enabled {
+		enabled = "enabled"
+	}
 	switch {
 	case !u.Loaded:
 		return "absent"
-	case u.Active && u.Enabled:
-		return "enabled, active"
 	case u.Active:
-		return "disabled, active"
-	case u.Enabled:
-		return "enabled, inactive"
+		return enabled + ", active"
+	case u.ActiveState == "" || u.ActiveState == "inactive":
+		return enabled + ", inactive"
 	}
-	return "disabled, inactive"
+	return fmt.Sprintf("%s, %s (%s)", enabled, u.ActiveState, u.SubState)
 }
 
 // System is the node: commands, downloads and the API's health endpoint.
@@ -112,7 +128,7 @@ func ParseVersion(out string) string {
 
 // Unit reads a unit's state from systemctl.
 func Unit(ctx context.Context, sys System, name string) (UnitState, error) {
-	out, err := sys.Run(ctx, nil, "systemctl", "show", "--property=LoadState,ActiveState,UnitFileState", name+".service")
+	out, err := sys.Run(ctx, nil, "systemctl", "show", "--property=LoadState,ActiveState,SubState,UnitFileState,NRestarts", name+".service")
 	if err != nil {
 		return UnitState{}, fmt.Errorf("read the state of unit %s: %w: %s", name, err, LastLines(out, 3))
 	}
@@ -122,10 +138,14 @@ func Unit(ctx context.Context, sys System, name string) (UnitState, error) {
 			props[k] = v
 		}
 	}
+	restarts, _ := strconv.Atoi(props["NRestarts"])
 	return UnitState{
-		Loaded:  props["LoadState"] == "loaded",
-		Enabled: props["UnitFileState"] == "enabled",
-		Active:  props["ActiveState"] == "active" || props["ActiveState"] == "activating" || props["ActiveState"] == "reloading",
+		Loaded:      props["LoadState"] == "loaded",
+		Enabled:     props["UnitFileState"] == "enabled",
+		Active:      props["ActiveState"] == "active" || props["ActiveState"] == "reloading",
+		ActiveState: props["ActiveState"],
+		SubState:    props["SubState"],
+		Restarts:    restarts,
 	}, nil
 }
 

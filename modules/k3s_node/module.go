@@ -19,7 +19,8 @@ var module = &ansible.Module{
 		"Reads the installed k3s version (C(k3s --version), compared exactly) and the state of the node's unit (C(k3s) on servers, C(k3s-agent) on agents).",
 		"Installs k3s when it is missing, another version, or its unit is gone: with the install script (downloaded by the module, checked against C(install_script_sha256) when given, then run) or from airgap files, each checked against its sha256 on the node before use.",
 		"Otherwise enables and starts the unit when it is not, and restarts it only when C(restart) is true (pass k3s_config's C(restart_needed)). A host moved between servers and agents has the other unit stopped and disabled.",
-		"On servers it then waits until the API's C(/readyz) answers C(ok) on this node, authenticated with the admin kubeconfig k3s wrote. Module gitops.k3s_flux.k3s_node_info reads the node token and that kubeconfig.",
+		"Starts never block: k3s's units are C(Type=notify) with C(TimeoutStartSec=0), so a blocking C(systemctl start) of an agent that cannot join (the server unreachable, a wrong token, a rejected node password) would never return. The install script runs with C(INSTALL_K3S_SKIP_START=true) (which also makes sure k3s starts after an install the script would have found unchanged), then the module queues the start or restart (C(systemctl --no-block)) and waits, within O(wait_timeout), until the unit is active: k3s reported ready. A unit still C(activating) at the deadline fails the task with its state, its restart count and the last lines of its journal (C(journalctl -u)); a k3s that exits and is restarted by systemd 3 times meanwhile (a crash loop: C(activating (auto-restart))) fails it at once. A crash-looping unit is never taken for active.",
+		"On servers it then waits until the API's C(/readyz) answers C(ok) on this node, authenticated with the admin kubeconfig k3s wrote, within the same deadline. Module gitops.k3s_flux.k3s_node_info reads the node token and that kubeconfig.",
 		"A Go binary: the node needs no Python. Its action plugin copies airgap files to the node through the connection, only when an install is needed.",
 	},
 	Author:    []string{"gitops.k3s_flux maintainers (@gitops-k3s-flux)"},
@@ -74,9 +75,9 @@ var module = &ansible.Module{
 			{Name: "api_port", Type: ansible.TypeInt, Default: 6443, Positive: true,
 				Description: []string{"The port the server's API listens on (k3s C(https-listen-port))."}},
 			{Name: "wait", Type: ansible.TypeBool, Default: true,
-				Description: []string{"On servers, wait until C(/readyz) answers C(ok) on this node."}},
+				Description: []string{"On servers, wait until C(/readyz) answers C(ok) on this node (after the unit is active, which the module always waits for when it started k3s)."}},
 			{Name: "wait_timeout", Type: ansible.TypeInt, Default: 300, Positive: true,
-				Description: []string{"Seconds to wait for C(/readyz)."}},
+				Description: []string{"Seconds to wait, in all, for the unit it started to be active and, with O(wait), for C(/readyz)."}},
 			{Name: "data_dir", Type: ansible.TypePath, Default: k3snode.DefaultPaths.DataDir,
 				Description: []string{"k3s's data directory (k3s C(data-dir)); the airgap images go under it."}},
 			{Name: "kubeconfig_path", Type: ansible.TypePath, Default: k3snode.DefaultPaths.Kubeconfig,
@@ -342,7 +343,19 @@ func run(ctx context.Context, req *ansible.Request, sys k3snode.System, where k3
 	if err := n.carryOut(ctx, req, a, p); err != nil {
 		return res, err
 	}
-	res.Set("restart_done", p.Install || p.Start || p.Restart)
+	started := p.Install || p.Start || p.Restart
+	res.Set("restart_done", started)
+	// One deadline for the unit and the API: wait_timeout.
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(a.WaitTimeout)*time.Second)
+	defer cancel()
+	if started {
+		if err := n.waitActive(ctx, req, p.Service, a.WaitTimeout); err != nil {
+			if a.Role == "server" && a.Wait {
+				res.Set("ready", false)
+			}
+			return res, err
+		}
+	}
 	if a.Role != "server" || !a.Wait {
 		return res, nil
 	}
@@ -388,8 +401,9 @@ func (n node) read(ctx context.Context, role string) (s state, err error) {
 	return s, err
 }
 
-func (n node) systemctl(ctx context.Context, verb, unit string) error {
-	if out, err := n.sys.Run(ctx, nil, "systemctl", verb, unit+".service"); err != nil {
+func (n node) systemctl(ctx context.Context, verb, unit string, flags ...string) error {
+	args := append(append([]string{verb}, flags...), unit+".service")
+	if out, err := n.sys.Run(ctx, nil, "systemctl", args...); err != nil {
 		return fmt.Errorf("systemctl %s %s: %w: %s", verb, unit, err, k3snode.LastLines(out, 5))
 	}
 	return nil
@@ -404,8 +418,14 @@ func (n node) carryOut(ctx context.Context, req *ansible.Request, a args, p plan
 			return err
 		}
 	}
+	// Starts are queued (--no-block): k3s's units are Type=notify with
+	// TimeoutStartSec=0, so a blocking start of a k3s that never gets ready
+	// would never return; waitActive waits with a deadline instead.
 	if p.Install {
-		return n.install(ctx, req, a)
+		if err := n.install(ctx, req, a); err != nil {
+			return err
+		}
+		return n.systemctl(ctx, "restart", p.Service, "--no-block")
 	}
 	if p.Enable {
 		if err := n.systemctl(ctx, "enable", p.Service); err != nil {
@@ -413,18 +433,68 @@ func (n node) carryOut(ctx context.Context, req *ansible.Request, a args, p plan
 		}
 	}
 	if p.Start {
-		return n.systemctl(ctx, "start", p.Service)
+		return n.systemctl(ctx, "start", p.Service, "--no-block")
 	}
 	if p.Restart {
-		return n.systemctl(ctx, "restart", p.Service)
+		return n.systemctl(ctx, "restart", p.Service, "--no-block")
 	}
 	return nil
 }
 
-// waitReady polls /readyz until it answers ok or wait_timeout passes.
-func (n node) waitReady(ctx context.Context, req *ansible.Request, a args) error {
-	ctx, cancel := context.WithTimeout(ctx, time.Duration(a.WaitTimeout)*time.Second)
+// crashLoopRestarts is how many automatic restarts during the wait make a
+// crash loop: k3s exited that often since the task started it.
+const crashLoopRestarts = 3
+
+// waitActive waits until the unit is active (k3s said it is ready) or the
+// deadline passes; a unit restarted crashLoopRestarts times meanwhile, or
+// failed, fails at once. The error names the unit's state, its restarts and
+// the end of its journal.
+func (n node) waitActive(ctx context.Context, req *ansible.Request, unit string, timeout int) error {
+	first := -1
+	for {
+		u, err := k3snode.Unit(ctx, n.sys, unit)
+		if err != nil {
+			return err
+		}
+		if u.Active {
+			return nil
+		}
+		if first < 0 || u.Restarts < first {
+			first = u.Restarts
+		}
+		restarts := u.Restarts - first
+		switch {
+		case restarts >= crashLoopRestarts:
+			return fmt.Errorf("%s is crash-looping: k3s exited and systemd restarted it %d times since this task started it (%s); %s", unit, restarts, u.String(), n.journal(ctx, unit))
+		case u.ActiveState == "failed" || (u.ActiveState == "inactive" && first >= 0 && restarts > 0):
+			return fmt.Errorf("%s failed (%s); %s", unit, u.String(), n.journal(ctx, unit))
+		}
+		req.Progress("waiting for %s to report ready: %s, restarted %d times", unit, u.String(), restarts)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s did not report ready within %ds: %s, restarted %d times since this task started it; %s", unit, timeout, u.String(), restarts, n.journal(context.Background(), unit))
+		case <-time.After(pollInterval):
+		}
+	}
+}
+
+// pollInterval is how often a wait asks again.
+var pollInterval = time.Second
+
+// journal is the end of the unit's journal, for a message: what k3s said last.
+func (n node) journal(ctx context.Context, unit string) string {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
+	out, err := n.sys.Run(ctx, nil, "journalctl", "-u", unit+".service", "-n", "10", "--no-pager", "-o", "cat")
+	if err != nil {
+		return fmt.Sprintf("its journal could not be read (journalctl: %v)", err)
+	}
+	return "its journal ends: " + k3snode.LastLines(out, 10)
+}
+
+// waitReady polls /readyz until it answers ok or the deadline (ctx,
+// wait_timeout) passes.
+func (n node) waitReady(ctx context.Context, req *ansible.Request, a args) error {
 	for {
 		err := n.sys.Readyz(ctx, n.where.Kubeconfig, a.APIPort)
 		if err == nil {
@@ -434,7 +504,7 @@ func (n node) waitReady(ctx context.Context, req *ansible.Request, a args) error
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("the k3s API on this node did not answer /readyz with ok within %ds: last: %w", a.WaitTimeout, err)
-		case <-time.After(time.Second):
+		case <-time.After(pollInterval):
 		}
 	}
 }

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -33,10 +35,15 @@ type fakeNode struct {
 	readyCalls int
 	installErr error
 	script     []byte
+	// neverReady units start and stay activating (an agent that cannot
+	// join); crashLooping units exit and are restarted again and again.
+	neverReady, crashLooping map[string]bool
+	restarts                 map[string]int
 }
 
 func newFakeNode() *fakeNode {
-	return &fakeNode{units: map[string]*k3snode.UnitState{}, script: []byte(testScript)}
+	return &fakeNode{units: map[string]*k3snode.UnitState{}, script: []byte(testScript),
+		neverReady: map[string]bool{}, crashLooping: map[string]bool{}, restarts: map[string]int{}}
 }
 
 func (f *fakeNode) Run(_ context.Context, env []string, name string, args ...string) (string, error) {
@@ -54,9 +61,17 @@ func (f *fakeNode) Run(_ context.Context, env []string, name string, args ...str
 		u := f.units[unit]
 		if args[0] == "show" {
 			if u == nil {
-				return "LoadState=not-found\nActiveState=inactive\nUnitFileState=\n", nil
+				return "LoadState=not-found\nActiveState=inactive\nSubState=dead\nUnitFileState=\nNRestarts=0\n", nil
 			}
-			return fmt.Sprintf("LoadState=loaded\nActiveState=%s\nUnitFileState=%s\n", map[bool]string{true: "active", false: "inactive"}[u.Active], map[bool]string{true: "enabled", false: "disabled"}[u.Enabled]), nil
+			state := map[bool]string{true: "active running", false: "inactive dead"}[u.Active]
+			if u.ActiveState == "activating" {
+				state = "activating " + u.SubState
+				if f.crashLooping[unit] {
+					f.restarts[unit]++ // another exit and restart since the last look
+				}
+			}
+			active, sub, _ := strings.Cut(state, " ")
+			return fmt.Sprintf("LoadState=loaded\nActiveState=%s\nSubState=%s\nUnitFileState=%s\nNRestarts=%d\n", active, sub, map[bool]string{true: "enabled", false: "disabled"}[u.Enabled], f.restarts[unit]), nil
 		}
 		if u == nil {
 			return "Unit " + unit + ".service not found.", errors.New("exit status 5")
@@ -67,11 +82,23 @@ func (f *fakeNode) Run(_ context.Context, env []string, name string, args ...str
 		case "disable":
 			u.Enabled = false
 		case "start", "restart":
-			u.Active = true
+			if !slices.Contains(args, "--no-block") {
+				return "", fmt.Errorf("a blocking %s never returns for a k3s that does not get ready", line)
+			}
+			switch {
+			case f.neverReady[unit]:
+				u.Active, u.ActiveState, u.SubState = false, "activating", "start"
+			case f.crashLooping[unit]:
+				u.Active, u.ActiveState, u.SubState = false, "activating", "auto-restart"
+			default:
+				u.Active, u.ActiveState, u.SubState = true, "active", "running"
+			}
 		case "stop":
-			u.Active = false
+			u.Active, u.ActiveState, u.SubState = false, "inactive", "dead"
 		}
 		return "", nil
+	case "journalctl":
+		return "Starting k3s agent\nFailed to validate connection to cluster at https://10.0.0.1:6443: failed to get CA certs: connect: no route to host\n", nil
 	case "sh":
 		if len(args) == 1 && strings.HasSuffix(args[0], "-uninstall.sh") {
 			// k3s's uninstall script: stops and removes k3s (rm -f $BIN_DIR/k3s), and itself.
@@ -95,7 +122,11 @@ func (f *fakeNode) Run(_ context.Context, env []string, name string, args ...str
 			unit = "k3s-agent"
 		}
 		f.version = vars["INSTALL_K3S_VERSION"]
-		f.units[unit] = &k3snode.UnitState{Loaded: true, Enabled: true, Active: true}
+		// The script's own start blocks (TimeoutStartSec=0): the module must skip it.
+		if vars["INSTALL_K3S_SKIP_START"] != "true" {
+			return "", errors.New("the install script's start blocks for a k3s that does not get ready: INSTALL_K3S_SKIP_START=true expected")
+		}
+		f.units[unit] = &k3snode.UnitState{Loaded: true, Enabled: true}
 		return "[INFO] done", nil
 	}
 	return "", fmt.Errorf("unexpected command %s", line)
@@ -162,10 +193,10 @@ func TestConverge(t *testing.T) {
 		wantActions []string
 	}{
 		{name: "bare server: install", role: "server",
-			wantChanged: true, wantCmds: []string{"download https://get.k3s.io", "sh "},
+			wantChanged: true, wantCmds: []string{"download https://get.k3s.io", "sh ", "systemctl restart --no-block k3s.service"},
 			wantActions: []string{"install k3s v1.36.2+k3s1 as k3s with the install script https://get.k3s.io"}},
 		{name: "bare agent: install", role: "agent",
-			wantChanged: true, wantCmds: []string{"download https://get.k3s.io", "sh "},
+			wantChanged: true, wantCmds: []string{"download https://get.k3s.io", "sh ", "systemctl restart --no-block k3s-agent.service"},
 			wantActions: []string{"install k3s v1.36.2+k3s1 as k3s-agent with the install script https://get.k3s.io"}},
 		{name: "up to date: nothing", role: "server",
 			setup: func(f *fakeNode) {
@@ -178,50 +209,50 @@ func TestConverge(t *testing.T) {
 				f.version = testVersion + "0"
 				f.units["k3s"] = &k3snode.UnitState{Loaded: true, Enabled: true, Active: true}
 			},
-			wantChanged: true, wantCmds: []string{"download https://get.k3s.io", "sh "},
+			wantChanged: true, wantCmds: []string{"download https://get.k3s.io", "sh ", "systemctl restart --no-block k3s.service"},
 			wantActions: []string{"install k3s v1.36.2+k3s1 as k3s with the install script https://get.k3s.io"}},
 		{name: "an older version: upgrade", role: "agent",
 			setup: func(f *fakeNode) {
 				f.version = "v1.35.4+k3s1"
 				f.units["k3s-agent"] = &k3snode.UnitState{Loaded: true, Enabled: true, Active: true}
 			},
-			wantChanged: true, wantCmds: []string{"download https://get.k3s.io", "sh "},
+			wantChanged: true, wantCmds: []string{"download https://get.k3s.io", "sh ", "systemctl restart --no-block k3s-agent.service"},
 			wantActions: []string{"install k3s v1.36.2+k3s1 as k3s-agent with the install script https://get.k3s.io"}},
 		{name: "an older version and its unit gone, upgrade false: installed anyway", role: "agent", args: map[string]any{"upgrade": false},
 			setup:       func(f *fakeNode) { f.version = "v1.35.4+k3s1" },
-			wantChanged: true, wantCmds: []string{"download https://get.k3s.io", "sh "},
+			wantChanged: true, wantCmds: []string{"download https://get.k3s.io", "sh ", "systemctl restart --no-block k3s-agent.service"},
 			wantActions: []string{"install k3s v1.36.2+k3s1 as k3s-agent with the install script https://get.k3s.io"}},
 		{name: "unit removed: install again", role: "agent",
 			setup:       func(f *fakeNode) { f.version = testVersion },
-			wantChanged: true, wantCmds: []string{"download https://get.k3s.io", "sh "},
+			wantChanged: true, wantCmds: []string{"download https://get.k3s.io", "sh ", "systemctl restart --no-block k3s-agent.service"},
 			wantActions: []string{"install k3s v1.36.2+k3s1 as k3s-agent with the install script https://get.k3s.io"}},
 		{name: "stopped and disabled: enable and start", role: "server",
 			setup:       func(f *fakeNode) { f.version = testVersion; f.units["k3s"] = &k3snode.UnitState{Loaded: true} },
-			wantChanged: true, wantCmds: []string{"systemctl enable k3s.service", "systemctl start k3s.service"},
+			wantChanged: true, wantCmds: []string{"systemctl enable k3s.service", "systemctl start --no-block k3s.service"},
 			wantActions: []string{"enable k3s", "start k3s"}},
 		{name: "config changed: restart", role: "agent", args: map[string]any{"restart": true},
 			setup: func(f *fakeNode) {
 				f.version = testVersion
 				f.units["k3s-agent"] = &k3snode.UnitState{Loaded: true, Enabled: true, Active: true}
 			},
-			wantChanged: true, wantCmds: []string{"systemctl restart k3s-agent.service"},
+			wantChanged: true, wantCmds: []string{"systemctl restart --no-block k3s-agent.service"},
 			wantActions: []string{"restart k3s-agent for its new config"}},
 		{name: "config changed and stopped: start, not restart", role: "agent", args: map[string]any{"restart": true},
 			setup: func(f *fakeNode) {
 				f.version = testVersion
 				f.units["k3s-agent"] = &k3snode.UnitState{Loaded: true, Enabled: true}
 			},
-			wantChanged: true, wantCmds: []string{"systemctl start k3s-agent.service"},
+			wantChanged: true, wantCmds: []string{"systemctl start --no-block k3s-agent.service"},
 			wantActions: []string{"start k3s-agent"}},
 		{name: "config changed on a bare node: the install starts it", role: "server", args: map[string]any{"restart": true},
-			wantChanged: true, wantCmds: []string{"download https://get.k3s.io", "sh "},
+			wantChanged: true, wantCmds: []string{"download https://get.k3s.io", "sh ", "systemctl restart --no-block k3s.service"},
 			wantActions: []string{"install k3s v1.36.2+k3s1 as k3s with the install script https://get.k3s.io"}},
 		{name: "moved from agent to server: the agent unit stops", role: "server",
 			setup: func(f *fakeNode) {
 				f.version = testVersion
 				f.units["k3s-agent"] = &k3snode.UnitState{Loaded: true, Enabled: true, Active: true}
 			},
-			wantChanged: true, wantCmds: []string{"systemctl stop k3s-agent.service", "systemctl disable k3s-agent.service", "download https://get.k3s.io", "sh "},
+			wantChanged: true, wantCmds: []string{"systemctl stop k3s-agent.service", "systemctl disable k3s-agent.service", "download https://get.k3s.io", "sh ", "systemctl restart --no-block k3s.service"},
 			wantActions: []string{"stop and disable k3s-agent", "install k3s v1.36.2+k3s1 as k3s with the install script https://get.k3s.io"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -299,9 +330,9 @@ func TestKeepsAnotherVersion(t *testing.T) {
 		{name: "older, upgrade false: kept, pending", installed: "v1.35.4+k3s1", args: map[string]any{"upgrade": false},
 			unit: &k3snode.UnitState{Loaded: true, Enabled: true, Active: true}, wantPending: true},
 		{name: "older, upgrade false, config changed: restarted on its version", installed: "v1.35.4+k3s1", args: map[string]any{"upgrade": false, "restart": true},
-			unit: &k3snode.UnitState{Loaded: true, Enabled: true, Active: true}, wantPending: true, wantChanged: true, wantCmds: []string{"systemctl restart k3s.service"}},
+			unit: &k3snode.UnitState{Loaded: true, Enabled: true, Active: true}, wantPending: true, wantChanged: true, wantCmds: []string{"systemctl restart --no-block k3s.service"}},
 		{name: "older, upgrade false, stopped: started on its version", installed: "v1.35.4+k3s1", args: map[string]any{"upgrade": false},
-			unit: &k3snode.UnitState{Loaded: true, Enabled: true}, wantPending: true, wantChanged: true, wantCmds: []string{"systemctl start k3s.service"}},
+			unit: &k3snode.UnitState{Loaded: true, Enabled: true}, wantPending: true, wantChanged: true, wantCmds: []string{"systemctl start --no-block k3s.service"}},
 		{name: "newer: kept with a warning", installed: "v1.37.0+k3s1",
 			unit: &k3snode.UnitState{Loaded: true, Enabled: true, Active: true}, wantNewer: true,
 			wantWarning: "k3s v1.37.0+k3s1 on this node is newer than version v1.36.2+k3s1: left on it, not downgraded (allow_downgrade installs v1.36.2+k3s1)"},
@@ -309,7 +340,7 @@ func TestKeepsAnotherVersion(t *testing.T) {
 			unit: &k3snode.UnitState{Loaded: true, Enabled: true, Active: true}, wantNewer: true,
 			wantWarning: "k3s v1.37.0+k3s-1a2b3c4d on this node is newer than version v1.36.2+k3s1: left on it, not downgraded (allow_downgrade installs v1.36.2+k3s1)"},
 		{name: "newer, allow_downgrade: installed", installed: "v1.36.2+k3s2", args: map[string]any{"allow_downgrade": true},
-			unit: &k3snode.UnitState{Loaded: true, Enabled: true, Active: true}, wantChanged: true, wantCmds: []string{"download https://get.k3s.io", "sh "}},
+			unit: &k3snode.UnitState{Loaded: true, Enabled: true, Active: true}, wantChanged: true, wantCmds: []string{"download https://get.k3s.io", "sh ", "systemctl restart --no-block k3s.service"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			where := testPaths(t)
@@ -440,7 +471,7 @@ func TestAirgap(t *testing.T) {
 		res, code := runOn(t, f, where, with(args, "remote_src", true))
 		require.Equal(t, 0, code, res["msg"])
 		assert.Equal(t, []any{"install k3s v1.36.2+k3s1 as k3s with the airgap files"}, res["actions"])
-		assert.Equal(t, []string{"sh " + filepath.Join(where.BinDir, "k3s-install.sh")}, f.changes())
+		assert.Equal(t, []string{"sh " + filepath.Join(where.BinDir, "k3s-install.sh"), "systemctl restart --no-block k3s.service"}, f.changes())
 		for dest, content := range map[string][]byte{
 			filepath.Join(where.BinDir, "k3s"):                                                 files["k3s"],
 			filepath.Join(where.BinDir, "k3s-install.sh"):                                      files["install.sh"],
@@ -472,4 +503,37 @@ func TestVersionFormat(t *testing.T) {
 
 func TestSidecarDocs(t *testing.T) {
 	ansibletest.CheckSidecar(t, module)
+}
+
+// A k3s that never reports ready (an agent that cannot join: the server
+// unreachable, a wrong token) or that keeps exiting fails the task within
+// wait_timeout, naming the unit's state, its restarts and its journal; it
+// never hangs.
+func TestNeverReady(t *testing.T) {
+	pollInterval = 10 * time.Millisecond
+	t.Cleanup(func() { pollInterval = time.Second })
+	for name, tc := range map[string]struct {
+		setup func(f *fakeNode)
+		want  string
+	}{
+		"installed, never ready": {func(f *fakeNode) { f.neverReady["k3s-agent"] = true },
+			"k3s-agent did not report ready within 1s: enabled, activating (start), restarted 0 times since this task started it; its journal ends: Starting k3s agent | Failed to validate connection to cluster at https://10.0.0.1:6443"},
+		"installed, crash-looping": {func(f *fakeNode) { f.crashLooping["k3s-agent"] = true },
+			"k3s-agent is crash-looping: k3s exited and systemd restarted it 3 times since this task started it (enabled, activating (auto-restart)); its journal ends: "},
+		"crash-looping before the task: not taken for active": {func(f *fakeNode) {
+			f.version = testVersion
+			f.crashLooping["k3s-agent"] = true
+			f.units["k3s-agent"] = &k3snode.UnitState{Loaded: true, Enabled: true, ActiveState: "activating", SubState: "auto-restart"}
+		}, "k3s-agent is crash-looping"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFakeNode()
+			tc.setup(f)
+			start := time.Now()
+			res, code := runOn(t, f, testPaths(t), map[string]any{"role": "agent", "wait_timeout": 1})
+			assert.Equal(t, 1, code)
+			assert.Contains(t, res["msg"], tc.want)
+			assert.Less(t, time.Since(start), 5*time.Second)
+		})
+	}
 }

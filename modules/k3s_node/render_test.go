@@ -39,7 +39,7 @@ func TestRendersFirst(t *testing.T) {
 	res, code := runOn(t, f, where, args)
 	require.Equal(t, 0, code, res["msg"])
 	assert.Equal(t, true, res["changed"])
-	assert.Equal(t, []string{"systemctl restart k3s.service"}, f.changes(), "restarted once, for both files")
+	assert.Equal(t, []string{"systemctl restart --no-block k3s.service"}, f.changes(), "restarted once, for both files")
 	assert.Equal(t, []any{"restart k3s for its new config"}, res["actions"], "the registry username (k3s) is no secret")
 	rendered := res["k3s_config"].(map[string]any)
 	assert.Equal(t, true, rendered["restart_needed"])

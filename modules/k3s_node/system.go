@@ -18,7 +18,12 @@ import (
 // install runs the install script (downloaded, or the airgap one after the
 // airgap files are in place), which writes the unit, enables and starts it.
 func (n node) install(ctx context.Context, req *ansible.Request, a args) error {
-	env := []string{"INSTALL_K3S_VERSION=" + a.Version, "INSTALL_K3S_EXEC=" + a.Role}
+	// The script only installs and enables: its own start is a blocking
+	// `systemctl restart`, which never returns for an agent that cannot
+	// join (TimeoutStartSec=0), and is skipped when nothing it hashes
+	// changed. The module starts the unit itself, without blocking, and
+	// waits with a deadline (waitActive).
+	env := []string{"INSTALL_K3S_VERSION=" + a.Version, "INSTALL_K3S_EXEC=" + a.Role, "INSTALL_K3S_SKIP_START=true"}
 	var script string
 	if a.InstallSource == "airgap" {
 		if err := n.placeAirgapFiles(a); err != nil {

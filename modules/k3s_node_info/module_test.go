@@ -27,9 +27,9 @@ func (f *fakeServer) Run(_ context.Context, _ []string, name string, args ...str
 		return "k3s version v1.36.2+k3s1 (abc123)\n", nil
 	}
 	if strings.Contains(args[len(args)-1], "k3s-agent") {
-		return "LoadState=not-found\nActiveState=inactive\nUnitFileState=\n", nil
+		return "LoadState=not-found\nActiveState=inactive\nSubState=dead\nUnitFileState=\nNRestarts=0\n", nil
 	}
-	return "LoadState=loaded\nActiveState=active\nUnitFileState=enabled\n", nil
+	return "LoadState=loaded\nActiveState=active\nSubState=running\nUnitFileState=enabled\nNRestarts=2\n", nil
 }
 
 func (f *fakeServer) Download(context.Context, string) ([]byte, error) {
@@ -61,8 +61,8 @@ func TestInfo(t *testing.T) {
 	assert.Equal(t, false, res["changed"])
 	assert.Equal(t, "v1.36.2+k3s1", res["version"])
 	assert.Equal(t, map[string]any{
-		"k3s":       map[string]any{"loaded": true, "enabled": true, "active": true},
-		"k3s-agent": map[string]any{"loaded": false, "enabled": false, "active": false},
+		"k3s":       map[string]any{"loaded": true, "enabled": true, "active": true, "active_state": "active", "sub_state": "running", "restarts": 2.0},
+		"k3s-agent": map[string]any{"loaded": false, "enabled": false, "active": false, "active_state": "inactive", "sub_state": "dead", "restarts": 0.0},
 	}, res["units"])
 	assert.Equal(t, testToken, res["token"])
 	assert.Equal(t, "apiVersion: v1\n", res["kubeconfig"])

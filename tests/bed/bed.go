@@ -89,16 +89,21 @@ func Up(ctx context.Context, opts Options) (b *Bed, err error) {
 		}
 	}()
 	// The test hosts have no systemd: each gets the systemctl stand-in
-	// that starts and stops the k3s stand-in, as systemd would k3s.
-	systemctl, err := os.ReadFile(filepath.Join(standinDir(), "systemctl.sh"))
-	if err != nil {
-		return b, err
+	// that starts and stops the k3s stand-in, as systemd would k3s, and the
+	// journalctl stand-in that shows what it logged.
+	tools := map[string][]byte{}
+	for _, name := range []string{"systemctl", "journalctl"} {
+		if tools[name], err = os.ReadFile(filepath.Join(standinDir(), name+".sh")); err != nil {
+			return b, err
+		}
 	}
 	var hostIPs []net.IP
 	for _, h := range hosts.Hosts {
 		hostIPs = append(hostIPs, net.ParseIP(h.Addr))
-		if err := h.WriteFile("/usr/local/bin/systemctl", systemctl, 0o755); err != nil {
-			return b, err
+		for name, content := range tools {
+			if err := h.WriteFile("/usr/local/bin/"+name, content, 0o755); err != nil {
+				return b, err
+			}
 		}
 	}
 	if b.cp, err = startControlPlane(ctx, filepath.Join(opts.Dir, "cluster"), hosts.BridgeAddr, hostIPs); err != nil {

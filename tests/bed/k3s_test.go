@@ -87,37 +87,87 @@ func TestK3sStandIn(t *testing.T) {
 		assert.Equal(t, "200", code, "the API server answers on 127.0.0.1:6443 inside the host, TLS verified")
 	})
 
-	t.Run("an agent with a wrong token does not join", func(t *testing.T) {
-		writeConfig(agent, "server: https://"+server.Addr+":6443\ntoken: wrong-secret\n")
-		out, err := install(agent, "INSTALL_K3S_EXEC=agent")
-		require.Error(t, err)
-		assert.Contains(t, out, "failed to validate connection to cluster")
+	// k3s's units are Type=notify with TimeoutStartSec=0 and Restart=always: an agent that
+	// cannot join retries for ever and never reports ready, so a blocking start never returns;
+	// one that exits is restarted every 5 s ("activating (auto-restart)").
+	unitState := func() string {
+		out, err := agent.Exec("systemctl show --property=ActiveState,SubState k3s-agent")
+		require.NoError(t, err)
+		return strings.Join(strings.Fields(out), " ")
+	}
+	neverJoins := func(t *testing.T, config, logged string) {
+		writeConfig(agent, config)
+		out, err := install(agent, "INSTALL_K3S_EXEC=agent INSTALL_K3S_SKIP_START=true")
+		require.NoError(t, err, out)
+		out, err = agent.Exec("timeout 8 systemctl restart k3s-agent; echo exit=$?")
+		require.NoError(t, err)
+		assert.Contains(t, out, "exit=124", "a blocking start waits for ever (TimeoutStartSec=0)")
+		assert.Equal(t, "ActiveState=activating SubState=start", unitState())
+		require.Eventually(t, func() bool {
+			journal, err := agent.Exec("journalctl -u k3s-agent -n 5 --no-pager")
+			return err == nil && strings.Contains(journal, logged)
+		}, 20*time.Second, 200*time.Millisecond, "the agent logs why, again and again")
 		_, err = kc.CoreV1().Nodes().Get(ctx, "node2", metav1.GetOptions{})
 		assert.Error(t, err, "no node registered")
+		_, err = agent.Exec("systemctl stop k3s-agent")
+		require.NoError(t, err)
+		assert.Equal(t, "ActiveState=inactive SubState=dead", unitState())
+	}
+
+	t.Run("an agent with a wrong token never joins, and never reports ready", func(t *testing.T) {
+		neverJoins(t, "server: https://"+server.Addr+":6443\ntoken: wrong-secret\n", "Failed to validate connection to cluster at https://"+server.Addr+":6443")
+	})
+
+	t.Run("an agent with an unreachable server never joins, and never reports ready", func(t *testing.T) {
+		neverJoins(t, "server: https://"+server.Addr+":6999\ntoken: "+token+"\n", "failed to get CA certs")
+	})
+
+	t.Run("--no-block returns at once", func(t *testing.T) {
+		writeConfig(agent, "server: https://"+server.Addr+":6999\ntoken: "+token+"\n")
+		start := time.Now()
+		_, err := agent.Exec("systemctl start --no-block k3s-agent")
+		require.NoError(t, err)
+		assert.Less(t, time.Since(start), 5*time.Second)
+		assert.Equal(t, "ActiveState=activating SubState=start", unitState())
+		_, err = agent.Exec("systemctl stop k3s-agent")
+		require.NoError(t, err)
 	})
 
 	t.Run("a token given on the command line is masked in the invocation log", func(t *testing.T) {
 		writeConfig(agent, "server: https://"+server.Addr+":6443\n")
-		_, err := install(agent, "INSTALL_K3S_EXEC=agent K3S_TOKEN=cli-secret-token")
-		require.Error(t, err, "a wrong token does not join")
+		out, err := install(agent, "INSTALL_K3S_EXEC=agent INSTALL_K3S_SKIP_START=true K3S_TOKEN=cli-secret-token")
+		require.NoError(t, err, out)
+		_, err = agent.Exec("systemctl start --no-block k3s-agent && sleep 1 && systemctl stop k3s-agent")
+		require.NoError(t, err)
 		log, err := agent.Exec("cat /var/lib/rancher/k3s/standin/invocations.log")
 		require.NoError(t, err)
 		assert.NotContains(t, log, "cli-secret-token")
 		assert.Contains(t, log, `"--token","********"`)
 	})
 
-	t.Run("an agent with a server-only key does not start", func(t *testing.T) {
+	t.Run("an agent that exits is restarted: activating (auto-restart), and the start job fails", func(t *testing.T) {
 		writeConfig(agent, "server: https://"+server.Addr+":6443\ntoken: "+token+"\ncluster-init: true\n")
 		out, err := install(agent, "INSTALL_K3S_EXEC=agent")
 		require.Error(t, err)
-		assert.Contains(t, out, "flag provided but not defined: -cluster-init")
+		assert.Contains(t, out, "Job for k3s-agent.service failed because the control process exited with error code.")
+		require.Eventually(t, func() bool {
+			out, err := agent.Exec("systemctl show --property=ActiveState,SubState,NRestarts k3s-agent")
+			return err == nil && strings.Contains(out, "SubState=auto-restart") && !strings.Contains(out, "NRestarts=0")
+		}, 20*time.Second, 200*time.Millisecond, "restarted after 5 s, and again")
+		journal, err := agent.Exec("journalctl -u k3s-agent --no-pager")
+		require.NoError(t, err)
+		assert.Contains(t, journal, "flag provided but not defined: -cluster-init")
+		_, err = agent.Exec("systemctl stop k3s-agent")
+		require.NoError(t, err)
+		assert.Equal(t, "ActiveState=inactive SubState=dead", unitState())
 	})
 
-	t.Run("an agent with an unreachable server does not join", func(t *testing.T) {
-		writeConfig(agent, "server: https://"+server.Addr+":6999\ntoken: "+token+"\n")
+	t.Run("install.sh skips the start when nothing changed", func(t *testing.T) {
+		// The binary, version and unit of the last subtest's install, which is stopped.
 		out, err := install(agent, "INSTALL_K3S_EXEC=agent")
-		require.Error(t, err)
-		assert.Contains(t, out, "failed to get CA certs")
+		require.NoError(t, err, out)
+		assert.Contains(t, out, "No change detected so skipping service start")
+		assert.Equal(t, "ActiveState=inactive SubState=dead", unitState(), "left stopped")
 	})
 
 	t.Run("an agent joins with the node-token and its labels and taints", func(t *testing.T) {
@@ -125,7 +175,8 @@ func TestK3sStandIn(t *testing.T) {
 		require.NoError(t, err)
 		writeConfig(agent, "server: https://"+server.Addr+":6443\ntoken: "+strings.TrimSpace(nodeToken)+
 			"\nnode-label:\n  - disk=ssd\nnode-taint:\n  - dedicated=storage:NoSchedule\n")
-		out, err := install(agent, "INSTALL_K3S_EXEC=agent")
+		// Only config.yaml changed since the last install: without FORCE_RESTART, install.sh would not start it.
+		out, err := install(agent, "INSTALL_K3S_EXEC=agent INSTALL_K3S_FORCE_RESTART=true")
 		require.NoError(t, err, out)
 		require.NoError(t, bed.WaitNodeReady(ctx, kc, "node2"))
 		n, err := kc.CoreV1().Nodes().Get(ctx, "node2", metav1.GetOptions{})

@@ -19,27 +19,42 @@ var randReader = rand.Reader
 // joinCluster joins the server named by the server flag with the token,
 // as k3s agent and a joining k3s server do: fetch the server's CA without
 // trusting it, check it against the token's CA hash (full K10 tokens),
-// then authenticate with the token. Any failure ends the process, as it would not join.
+// then authenticate with the token. A missing or malformed setting is an
+// error at once (k3s's CLI checks); validateJoin is the part k3s retries.
 func joinCluster(s settings) error {
-	server := s.str("server", os.Getenv("K3S_URL"))
-	if server == "" {
-		return errors.New("--server is required")
+	server, token, err := joinSettings(s)
+	if err != nil {
+		return err
 	}
-	token := s.str("token", os.Getenv("K3S_TOKEN"))
+	return validateJoin(server, token)
+}
+
+// joinSettings are the server URL and the token, as k3s's CLI requires them.
+func joinSettings(s settings) (server, token string, err error) {
+	server = s.str("server", os.Getenv("K3S_URL"))
+	if server == "" {
+		return "", "", errors.New("--server is required")
+	}
+	token = s.str("token", os.Getenv("K3S_TOKEN"))
 	if f := s.str("token-file", ""); token == "" && f != "" {
 		raw, err := os.ReadFile(f)
 		if err != nil {
-			return fmt.Errorf("read token-file: %w", err)
+			return "", "", fmt.Errorf("read token-file: %w", err)
 		}
 		token = strings.TrimSpace(string(raw))
 	}
 	if token == "" {
-		return errors.New("--token is required")
+		return "", "", errors.New("--token is required")
 	}
-	u, err := url.Parse(server)
-	if err != nil || u.Scheme != "https" {
-		return fmt.Errorf("invalid server url %q", server)
+	if u, err := url.Parse(server); err != nil || u.Scheme != "https" {
+		return "", "", fmt.Errorf("invalid server url %q", server)
 	}
+	return server, token, nil
+}
+
+// validateJoin fetches the server's CA, checks it against the token and
+// authenticates with the token.
+func validateJoin(server, token string) error {
 	insecure := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
 		TLSClientConfig: &tls.Config{ServerName: supervisorSNI, InsecureSkipVerify: true}, //nolint:gosec // as k3s: verified by the token's hash next
 	}}
@@ -74,9 +89,23 @@ func joinCluster(s settings) error {
 	return nil
 }
 
+// runAgent joins, registers the Node and runs until stopped. Like k3s
+// (pkg/agent/run.go, createProxyAndValidateToken), an agent that cannot
+// validate its connection to the cluster (server unreachable, CA hash or
+// token wrong) logs it and tries again every 2 s, for ever: it never
+// reports ready, so a blocking `systemctl start` never returns.
 func runAgent(s settings, bed bedInfo) error {
-	if err := joinCluster(s); err != nil {
+	server, token, err := joinSettings(s)
+	if err != nil {
 		return err
+	}
+	for {
+		err := validateJoin(server, token)
+		if err == nil {
+			break
+		}
+		fmt.Fprintf(os.Stderr, "time=%q level=error msg=%q\n", time.Now().Format(time.RFC3339), fmt.Sprintf("Failed to validate connection to cluster at %s: %v", server, err))
+		time.Sleep(2 * time.Second)
 	}
 	name, err := nodeName(s)
 	if err != nil {

@@ -5,7 +5,13 @@
 #   INSTALL_K3S_EXEC      "server ..." or "agent ..." plus flags; default server (agent when K3S_URL is set)
 #   K3S_URL, K3S_TOKEN    join an existing server (as the real installer)
 #   INSTALL_K3S_SKIP_DOWNLOAD=true   use the binary already at /usr/local/bin/k3s (airgap)
-#   INSTALL_K3S_SKIP_START=true      install only
+#   INSTALL_K3S_SKIP_ENABLE=true     install only, the unit neither enabled nor started
+#   INSTALL_K3S_SKIP_START=true      install and enable only
+#   INSTALL_K3S_FORCE_RESTART=true   restart even when nothing changed
+# As get.k3s.io's service_enable_and_start: the start is `systemctl restart`,
+# which blocks until k3s is up (TimeoutStartSec=0: for ever for an agent that
+# cannot join), and is skipped when the binary, the unit and its environment
+# hash the same as before the install ("No change detected").
 # The real installer writes a systemd unit; the test hosts have no systemd:
 # their /usr/local/bin/systemctl (systemctl.sh, put there when the test bed
 # starts a host) starts and stops k3s from the unit's recorded command line.
@@ -31,6 +37,10 @@ case "$cmd" in agent*) service=k3s-agent ;; *) service=k3s ;; esac
 
 mkdir -p "$BIN_DIR" "$STATE"
 chmod 700 "$STATE"
+# get_installed_hashes: the binary (one stand-in binary stands for every
+# version: its version file stands for its content), the unit and its environment.
+installed_hashes() { sha256sum "$BIN_DIR/k3s" "$STATE/version" "$STATE/$service.exec" 2>&1 || true; }
+PRE_INSTALL_HASHES="$(installed_hashes)"
 if [ "${INSTALL_K3S_SKIP_DOWNLOAD:-false}" != true ]; then
   info "Downloading k3s ${version} (test bed stand-in)"
   tmp="$(mktemp)"
@@ -55,10 +65,14 @@ rm -rf /etc/rancher/k3s /var/lib/rancher/k3s "$BIN_DIR/k3s" "$BIN_DIR/$service-u
 UNINSTALL
 chmod 755 "$BIN_DIR/$service-uninstall.sh"
 
+[ "${INSTALL_K3S_SKIP_ENABLE:-false}" = true ] && exit 0
+info "systemd: Enabling $service unit"
 "$BIN_DIR/systemctl" enable "$service"
-if [ "${INSTALL_K3S_SKIP_START:-false}" = true ]; then
-  info "Skipping start of $service"
+"$BIN_DIR/systemctl" daemon-reload
+[ "${INSTALL_K3S_SKIP_START:-false}" = true ] && exit 0
+if [ "$PRE_INSTALL_HASHES" = "$(installed_hashes)" ] && [ "${INSTALL_K3S_FORCE_RESTART:-false}" != true ]; then
+  info "No change detected so skipping service start"
   exit 0
 fi
-info "Starting $service"
+info "systemd: Starting $service"
 "$BIN_DIR/systemctl" restart "$service"

@@ -1,56 +1,129 @@
 #!/bin/sh
-# Test bed stand-in for systemctl, for the k3s and k3s-agent units only.
+# Test bed stand-in for systemctl, for the k3s and k3s-agent units only, as
+# install.sh writes them (Type=notify, TimeoutStartSec=0, Restart=always,
+# RestartSec=5s): a supervisor per unit starts k3s, marks the unit active
+# once k3s says it runs (k3s's READY=1), and restarts it 5 s after it exits,
+# the unit "activating (auto-restart)" meanwhile. `start` waits for READY
+# with no timeout (TimeoutStartSec=0), failing only when k3s exits first;
+# `--no-block` returns at once. See docs/testing.md for the systemd sources.
 STATE=/var/lib/rancher/k3s/standin
-verb="${1:-}"; [ "$verb" = show ] && shift
-unit="${2:-}"; unit="${unit%.service}"
-case "$unit" in k3s|k3s-agent) ;; *) echo "systemctl stand-in: unit ${2:-} not found" >&2; exit 5 ;; esac
-pidfile="$STATE/$unit.pid"
-running() { [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null && ! grep -q '^State:.*Z' "/proc/$(cat "$pidfile")/status" 2>/dev/null; }
-stop() {
-  if running; then
-    pid="$(cat "$pidfile")"; kill "$pid"
-    i=0; while running && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done
-    running && kill -9 "$pid"
-  fi
-  rm -f "$pidfile"
-}
-start() {
-  [ -f "$STATE/$unit.exec" ] || { echo "Unit $unit.service not found." >&2; exit 5; }
-  running && return 0
-  log="$STATE/$unit.log"
-  echo "--- start $(date -Is)" >>"$log"
-  # shellcheck disable=SC2046
-  setsid /usr/local/bin/k3s $(cat "$STATE/$unit.exec") >>"$log" 2>&1 </dev/null &
-  echo $! >"$pidfile"
-  # Type=notify: wait until k3s says it runs, or fail as a unit does.
-  i=0
-  while [ $i -lt 300 ]; do
-    if ! running; then
-      echo "Job for $unit.service failed because the control process exited with error code." >&2
-      echo "See \"$log\" for details:" >&2
-      tail -n 5 "$log" >&2
-      rm -f "$pidfile"
-      exit 1
-    fi
-    tail -n 3 "$log" | grep -q "k3s stand-in .* \(running\|joined\)" && return 0
-    sleep 0.1; i=$((i+1))
+SELF="$0"
+verb="${1:-}"; shift || true
+noblock=false
+props=LoadState,ActiveState,SubState,UnitFileState,NRestarts
+unit=""
+for a in "$@"; do
+  case "$a" in
+    --no-block) noblock=true ;;
+    --property=*) props="${a#--property=}" ;;
+    -*) ;;
+    *) unit="${a%.service}" ;;
+  esac
+done
+case "$verb" in daemon-reload) exit 0 ;; esac
+case "$unit" in k3s|k3s-agent) ;; *) echo "systemctl stand-in: unit ${unit:-(none)} not found" >&2; exit 5 ;; esac
+super="$STATE/$unit.supervisor"   # the supervisor's pid: the unit is started
+main="$STATE/$unit.pid"           # k3s's pid
+state="$STATE/$unit.state"        # ActiveState SubState
+restarts="$STATE/$unit.restarts"  # NRestarts
+log="$STATE/$unit.log"
+
+alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null && ! grep -q '^State:.*Z' "/proc/$(cat "$1")/status" 2>/dev/null; }
+current() { if alive "$super" && [ -f "$state" ]; then cat "$state"; else echo "inactive dead"; fi; }
+
+# supervise runs as the unit's main loop until stopped (SIGTERM).
+supervise() {
+  trap 'stopping=true; if alive "$main"; then kill "$(cat "$main")"; fi' TERM
+  stopping=false
+  echo 0 >"$restarts"
+  while :; do
+    echo "activating start" >"$state"
+    echo "--- start $(date -Is)" >>"$log"
+    from=$(($(wc -l <"$log") + 1))
+    # shellcheck disable=SC2046
+    /usr/local/bin/k3s $(cat "$STATE/$unit.exec") >>"$log" 2>&1 </dev/null &
+    echo $! >"$main"
+    ready=false
+    while alive "$main"; do
+      if [ "$ready" = false ] && tail -n +"$from" "$log" | grep -q "k3s stand-in .* \(running\|joined\)"; then
+        echo "active running" >"$state"; ready=true
+      fi
+      sleep 0.1
+    done
+    wait "$(cat "$main")" 2>/dev/null
+    if [ "$stopping" = true ]; then break; fi
+    # Restart=always, RestartSec=5s.
+    echo "activating auto-restart" >"$state"
+    echo $(($(cat "$restarts") + 1)) >"$restarts"
+    sleep 5 &
+    wait $! 2>/dev/null
+    if [ "$stopping" = true ]; then break; fi
   done
-  echo "Job for $unit.service timed out." >&2; exit 1
+  echo "inactive dead" >"$state"
+  rm -f "$main"
 }
+
+stop() {
+  if alive "$super"; then
+    kill "$(cat "$super")"
+    i=0; while alive "$super" && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done
+    if alive "$super"; then
+      kill -9 "$(cat "$super")"
+      if alive "$main"; then kill -9 "$(cat "$main")"; fi
+    fi
+  elif alive "$main"; then
+    kill "$(cat "$main")"
+  fi
+  rm -f "$super" "$main"
+  echo "inactive dead" >"$state"
+}
+
+start() {
+  [ -f "$STATE/$unit.exec" ] || { echo "Failed to start $unit.service: Unit $unit.service not found." >&2; exit 5; }
+  if ! alive "$super"; then
+    echo "activating start" >"$state"
+    setsid sh "$SELF" __supervise "$unit" </dev/null >/dev/null 2>&1 &
+    echo $! >"$super"
+  fi
+  [ "$noblock" = true ] && return 0
+  # The start job: until READY, or failed when k3s exits first. No timeout.
+  while :; do
+    case "$(current)" in
+      "active "*) return 0 ;;
+      "activating auto-restart"|"inactive "*)
+        echo "Job for $unit.service failed because the control process exited with error code." >&2
+        echo "See \"systemctl status $unit.service\" and \"journalctl -xeu $unit.service\" for details." >&2
+        exit 1 ;;
+    esac
+    sleep 0.1
+  done
+}
+
 case "$verb" in
+  __supervise) supervise ;;
   start) start ;;
   stop) stop ;;
   restart) stop; start ;;
-  is-active) if running; then echo active; else echo inactive; exit 3; fi ;;
-  status) if running; then echo "● $unit.service - k3s (test bed stand-in)"; echo "   Active: active (running) pid $(cat "$pidfile")"; else echo "   Active: inactive (dead)"; exit 3; fi ;;
+  is-active) s="$(current)"; echo "${s%% *}"; [ "${s%% *}" = active ] || exit 3 ;;
+  status)
+    s="$(current)"
+    echo "● $unit.service - Lightweight Kubernetes (test bed stand-in)"
+    echo "     Active: ${s%% *} (${s#* })"
+    tail -n 10 "$log" 2>/dev/null
+    [ "${s%% *}" = active ] || exit 3 ;;
   enable) [ -f "$STATE/$unit.exec" ] || { echo "Failed to enable unit: Unit file $unit.service does not exist." >&2; exit 1; }; touch "$STATE/$unit.enabled" ;;
   disable) rm -f "$STATE/$unit.enabled" ;;
   is-enabled) if [ -f "$STATE/$unit.enabled" ]; then echo enabled; else echo disabled; exit 1; fi ;;
   show)
-    # systemctl show --property=LoadState,ActiveState,UnitFileState <unit>
-    if [ -f "$STATE/$unit.exec" ]; then echo LoadState=loaded; else echo LoadState=not-found; fi
-    if running; then echo ActiveState=active; else echo ActiveState=inactive; fi
-    if [ ! -f "$STATE/$unit.exec" ]; then echo UnitFileState=; elif [ -f "$STATE/$unit.enabled" ]; then echo UnitFileState=enabled; else echo UnitFileState=disabled; fi ;;
-  daemon-reload) ;;
+    s="$(current)"
+    for p in $(echo "$props" | tr ',' ' '); do
+      case "$p" in
+        LoadState) if [ -f "$STATE/$unit.exec" ]; then echo LoadState=loaded; else echo LoadState=not-found; fi ;;
+        ActiveState) echo "ActiveState=${s%% *}" ;;
+        SubState) echo "SubState=${s#* }" ;;
+        UnitFileState) if [ ! -f "$STATE/$unit.exec" ]; then echo UnitFileState=; elif [ -f "$STATE/$unit.enabled" ]; then echo UnitFileState=enabled; else echo UnitFileState=disabled; fi ;;
+        NRestarts) echo "NRestarts=$(cat "$restarts" 2>/dev/null || echo 0)" ;;
+      esac
+    done ;;
   *) echo "systemctl stand-in: $verb not supported" >&2; exit 1 ;;
 esac

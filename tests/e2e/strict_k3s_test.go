@@ -1,0 +1,76 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gitops-k3s-flux/k3s_flux/tests/bed"
+)
+
+// TestStrictK3sAgentThatCannotJoin: a worker whose way to the server is
+// blocked (a firewall in a homelab) runs an agent that retries for ever and
+// never reports ready, as k3s does (docs/testing.md). The play does not
+// hang: it ends within the wait plus a minute, naming the host, the unit's
+// state and what the agent logged. With the way open again, the same play
+// converges.
+func TestStrictK3sAgentThatCannotJoin(t *testing.T) {
+	c := installCollection(t)
+	b := bed.Start(t, bed.Options{Name: "k3sfj", Subnet: "10.213.13", Controllers: 1, Workers: 1})
+	dir := t.TempDir()
+	const waitTimeout = 30
+	varsFile := filepath.Join(dir, "vars.json")
+	writeJSON(t, varsFile, map[string]any{
+		"ansible_python_interpreter":     "/usr/bin/python3",
+		"flux_bootstrap_enabled":         false,
+		"k8s_cluster_install_script_url": b.K3s.InstallURL,
+		"k8s_cluster_kubeconfig_dest":    filepath.Join(dir, "kubeconfig"),
+		"k8s_cluster_wait_timeout":       waitTimeout,
+	})
+	args := []string{"-i", b.Hosts.Inventory, filepath.Join(c.root, "playbooks", "k8s.yml"), "-e", "@" + varsFile}
+	server, worker := b.Hosts.Host("node1"), b.Hosts.Host("node2")
+	route := func(verb string) {
+		out, err := exec.Command("ip", "-n", worker.NetNS, "route", verb, "unreachable", server.Addr+"/32").CombinedOutput()
+		require.NoError(t, err, string(out))
+	}
+
+	t.Run("the server unreachable from the worker: the play ends, naming the cause", func(t *testing.T) {
+		route("add")
+		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "ansible-playbook", args...)
+		cmd.Env = c.env(t)
+		start := time.Now()
+		raw, err := cmd.CombinedOutput()
+		output := string(raw)
+		require.NoError(t, ctx.Err(), "the play hung:\n%s", output)
+		require.Error(t, err, output)
+		t.Logf("the play ended after %s", time.Since(start).Round(100*time.Millisecond))
+		r := parseRecap(playResult{output: output, recap: map[string]map[string]int{}})
+		assert.Equal(t, 1, r.recap["node2"]["failed"], output)
+		assert.Equal(t, 0, r.recap["node1"]["failed"], output)
+		flat := strings.Join(strings.Fields(output), " ")
+		assert.Regexp(t, `fatal: \[node2\]: FAILED! => .*k3s-agent did not report ready within `+"30"+`s: enabled, activating \(start\), restarted 0 times since this task started it; its journal ends: .*Failed to validate connection to cluster at https://`+strings.ReplaceAll(server.Addr, ".", `\.`)+`:6443`, flat)
+		state, err := worker.Exec("systemctl show --property=ActiveState,SubState k3s-agent")
+		require.NoError(t, err)
+		assert.Equal(t, "ActiveState=activating\nSubState=start\n", state, "still trying to join, as k3s would")
+	})
+
+	t.Run("the way open again: the same play converges", func(t *testing.T) {
+		route("del")
+		r := c.play(t, args...)
+		require.NoError(t, r.err, r.output)
+		assert.Contains(t, r.output, "node2 Ready")
+		r = c.play(t, args...)
+		require.NoError(t, r.err, r.output)
+		assert.Equal(t, map[string]int{"node1": 0, "node2": 0, "localhost": 0}, r.changed(), "idempotent: %s", r.output)
+	})
+}
