@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"os"
 	"os/exec"
@@ -147,6 +148,47 @@ func Unit(ctx context.Context, sys System, name string) (UnitState, error) {
 		SubState:    props["SubState"],
 		Restarts:    restarts,
 	}, nil
+}
+
+// BootstrapTokenPath is where a server keeps the token its datastore was
+// bootstrapped with (k3s's pkg/cluster/storage.go, readTokenFromFile).
+func BootstrapTokenPath(where Paths) string {
+	return filepath.Join(where.DataDir, "server", "token")
+}
+
+// BootstrapTokenMismatch tells whether token, given to a server whose
+// datastore was bootstrapped already, is another cluster secret than the
+// one stored: k3s would refuse to start ("bootstrap data already found and
+// encrypted with different token", pkg/cluster/storage.go,
+// getBootstrapKeyFromStorage). Both are compared as k3s's normalizeToken
+// does: the password of K10<hash>::<user>:<password>, or the whole token.
+// A server never bootstrapped (no file) or an empty token is no mismatch.
+func BootstrapTokenMismatch(where Paths, token string) (bool, error) {
+	if token == "" {
+		return false, nil
+	}
+	raw, err := readSecretFile(BootstrapTokenPath(where))
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read the bootstrap token %s: %w", BootstrapTokenPath(where), err)
+	}
+	stored := strings.TrimSpace(string(raw))
+	return stored != "" && ClusterSecret(stored) != ClusterSecret(token), nil
+}
+
+// ClusterSecret is a token's password: after "K10<hash>::<user>:" in the
+// full form, else the token itself.
+func ClusterSecret(token string) string {
+	if rest, ok := strings.CutPrefix(token, "K10"); ok {
+		if _, creds, ok := strings.Cut(rest, "::"); ok {
+			if _, password, ok := strings.Cut(creds, ":"); ok {
+				return password
+			}
+		}
+	}
+	return token
 }
 
 // TokenPath is where a server keeps the token other nodes join with.

@@ -20,6 +20,7 @@ var module = &ansible.Module{
 		"Installs k3s when it is missing, another version, or its unit is gone: with the install script (downloaded by the module, checked against C(install_script_sha256) when given, then run) or from airgap files, each checked against its sha256 on the node before use.",
 		"Otherwise enables and starts the unit when it is not, and restarts it only when C(restart) is true (pass k3s_config's C(restart_needed)). A host moved between servers and agents has the other unit stopped and disabled.",
 		"Starts never block: k3s's units are C(Type=notify) with C(TimeoutStartSec=0), so a blocking C(systemctl start) of an agent that cannot join (the server unreachable, a wrong token, a rejected node password) would never return. The install script runs with C(INSTALL_K3S_SKIP_START=true) (which also makes sure k3s starts after an install the script would have found unchanged), then the module queues the start or restart (C(systemctl --no-block)) and waits, within O(wait_timeout), until the unit is active: k3s reported ready. A unit still C(activating) at the deadline fails the task with its state, its restart count and the last lines of its journal (C(journalctl -u)); a k3s that exits and is restarted by systemd 3 times meanwhile (a crash loop: C(activating (auto-restart))) fails it at once. A crash-looping unit is never taken for active.",
+		"On a server whose datastore was bootstrapped already, a C(k3s_config.token) that is another secret than the one in C(<data_dir>/server/token) is refused before anything is written (k3s would refuse to start with it: \"bootstrap data already found and encrypted with different token\"); the message names C(k3s token rotate).",
 		"On servers it then waits until the API's C(/readyz) answers C(ok) on this node, authenticated with the admin kubeconfig k3s wrote, within the same deadline. Module gitops.k3s_flux.k3s_node_info reads the node token and that kubeconfig.",
 		"A Go binary: the node needs no Python. Its action plugin copies airgap files to the node through the connection, only when an install is needed.",
 	},
@@ -277,6 +278,9 @@ func run(ctx context.Context, req *ansible.Request, sys k3snode.System, where k3
 	if err := checkAirgapArgs(a); err != nil {
 		return nil, err
 	}
+	if err := checkBootstrapToken(req, a, where); err != nil {
+		return nil, err
+	}
 	n := node{sys: sys, where: where}
 	s, err := n.read(ctx, a.Role)
 	if err != nil {
@@ -362,6 +366,22 @@ func run(ctx context.Context, req *ansible.Request, sys k3snode.System, where k3
 	err = n.waitReady(ctx, req, a)
 	res.Set("ready", err == nil)
 	return res, err
+}
+
+// checkBootstrapToken refuses, before anything is written, a server token
+// that k3s would refuse at its next start: another secret than the one the
+// server's datastore was bootstrapped with.
+func checkBootstrapToken(req *ansible.Request, a args, where k3snode.Paths) error {
+	cfg, _ := req.Params["k3s_config"].(map[string]any)
+	token, _ := cfg["token"].(string)
+	if a.Role != "server" || token == "" {
+		return nil
+	}
+	mismatch, err := k3snode.BootstrapTokenMismatch(where, token)
+	if err != nil || !mismatch {
+		return err
+	}
+	return fmt.Errorf("k3s_config.token is another secret than the one this server's datastore was bootstrapped with (%s): k3s would refuse to start (\"bootstrap data already found and encrypted with different token\"), so nothing was written. To change the cluster token, run `k3s token rotate --new-token <new>` on a server first, then set the new one; otherwise set the token back", k3snode.BootstrapTokenPath(where))
 }
 
 func nonNil(s []string) []string {

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -100,4 +101,42 @@ func TestRenderersOnlyWithStatePresent(t *testing.T) {
 	res, code := runOn(t, newFakeNode(), testPaths(t), map[string]any{"state": "absent", "k3s_config": map[string]any{"role": "server"}})
 	assert.Equal(t, 1, code)
 	assert.Equal(t, "k3s_config: only with state present (state absent removes k3s's files)", res["msg"])
+}
+
+// A server token that is another secret than the one the server's datastore
+// was bootstrapped with is refused before anything is written: k3s would
+// refuse to start. The same secret in another form passes.
+func TestBootstrapTokenChange(t *testing.T) {
+	for name, tc := range map[string]struct {
+		token   string
+		refused bool
+	}{
+		"another secret":             {"another-cluster-secret", true},
+		"the same secret, full form": {"K10" + strings.Repeat("ab", 32) + "::server:node-token-secret-4242", false},
+		"the same secret, bare":      {"node-token-secret-4242", false},
+		"the stored token, as it is": {testToken, false},
+		"another secret, full form":  {"K10" + strings.Repeat("ab", 32) + "::server:rotated", true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			where := testPaths(t)
+			require.NoError(t, os.WriteFile(k3snode.BootstrapTokenPath(where), []byte(testToken+"\n"), 0o600))
+			configPath := filepath.Join(t.TempDir(), "config.yaml")
+			f := newFakeNode()
+			f.version = testVersion
+			f.units["k3s"] = &k3snode.UnitState{Loaded: true, Enabled: true, Active: true}
+			for _, check := range []bool{true, false} {
+				res, code := runOn(t, f, where, map[string]any{"role": "server", "_ansible_check_mode": check,
+					"k3s_config": map[string]any{"path": configPath, "role": "server", "token": tc.token}})
+				if !tc.refused {
+					require.Equal(t, 0, code, res["msg"])
+					continue
+				}
+				assert.Equal(t, 1, code)
+				assert.Contains(t, res["msg"], "k3s_config.token is another secret than the one this server's datastore was bootstrapped with ("+k3snode.BootstrapTokenPath(where)+"): k3s would refuse to start")
+				assert.Contains(t, res["msg"], "`k3s token rotate --new-token <new>`")
+				assert.NoFileExists(t, configPath, "nothing written")
+				assert.Empty(t, f.changes())
+			}
+		})
+	}
 }

@@ -197,4 +197,15 @@ func TestK3sStandIn(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, "active\n", active)
 	})
+
+	t.Run("a server restarted with another token refuses to start, as k3s does", func(t *testing.T) {
+		writeConfig(server, "token: another-cluster-secret\n")
+		out, err := server.Exec("systemctl restart k3s")
+		require.Error(t, err, out)
+		journal, err := server.Exec("journalctl -u k3s -n 5 --no-pager")
+		require.NoError(t, err)
+		assert.Contains(t, journal, "bootstrap data already found and encrypted with different token")
+		_, err = server.Exec("systemctl stop k3s")
+		require.NoError(t, err)
+	})
 }

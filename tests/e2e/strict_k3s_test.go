@@ -73,4 +73,23 @@ func TestStrictK3sAgentThatCannotJoin(t *testing.T) {
 		require.NoError(t, r.err, r.output)
 		assert.Equal(t, map[string]int{"node1": 0, "node2": 0, "localhost": 0}, r.changed(), "idempotent: %s", r.output)
 	})
+
+	// k3s refuses to start a server with another token than its datastore was bootstrapped with;
+	// the play refuses it first, writing nothing.
+	t.Run("another cluster token is refused before anything is written", func(t *testing.T) {
+		before, err := server.Exec("sha256sum /etc/rancher/k3s/config.yaml")
+		require.NoError(t, err)
+		r := c.play(t, append(args, "-e", "k8s_cluster_token=another-cluster-secret-61f0")...)
+		require.Error(t, r.err, r.output)
+		flat := strings.Join(strings.Fields(r.output), " ")
+		assert.Contains(t, flat, "k3s_config.token is another secret than the one this server's datastore was bootstrapped with (/var/lib/rancher/k3s/server/token)")
+		assert.Contains(t, flat, "k3s token rotate --new-token <new>")
+		assert.NotContains(t, r.output, "another-cluster-secret-61f0")
+		after, err := server.Exec("sha256sum /etc/rancher/k3s/config.yaml")
+		require.NoError(t, err)
+		assert.Equal(t, before, after, "nothing written")
+		active, err := server.Exec("systemctl is-active k3s")
+		require.NoError(t, err)
+		assert.Equal(t, "active\n", active)
+	})
 }

@@ -128,20 +128,25 @@ func serverToken(s settings, dataDir string, ca *pki.CA) (string, error) {
 		}
 		token = strings.TrimSpace(string(raw))
 	}
+	stored := ""
+	if raw, err := os.ReadFile(filepath.Join(dir, "token")); err == nil {
+		stored = strings.TrimSpace(string(raw))
+	}
+	// The datastore was bootstrapped with the stored token's secret: another
+	// one is refused at start, as k3s's pkg/cluster/storage.go,
+	// getBootstrapKeyFromStorage (tokens normalised as its normalizeToken).
+	if token != "" && stored != "" && secretOf(token) != secretOf(stored) {
+		return "", errors.New("starting kubernetes: preparing server: failed to bootstrap cluster data: bootstrap data already found and encrypted with different token")
+	}
 	if token == "" {
-		if raw, err := os.ReadFile(filepath.Join(dir, "token")); err == nil {
-			token = strings.TrimSpace(string(raw))
-		}
+		token = stored
 	}
 	if token == "" {
 		b := make([]byte, 16)
 		_, _ = rand.Read(b)
 		token = hex.EncodeToString(b)
 	}
-	secret := token
-	if _, pass, full := parseFullToken(token); full {
-		secret = pass
-	}
+	secret := secretOf(token)
 	full := "K10" + caHash(ca.CertPEM) + "::server:" + secret
 	for _, f := range []string{"token", "node-token"} {
 		if err := os.WriteFile(filepath.Join(dir, f), []byte(full+"\n"), 0o600); err != nil {
@@ -149,6 +154,15 @@ func serverToken(s settings, dataDir string, ca *pki.CA) (string, error) {
 		}
 	}
 	return secret, nil
+}
+
+// secretOf is a token's password (normalizeToken): the whole token unless
+// it has the full form.
+func secretOf(token string) string {
+	if _, pass, full := parseFullToken(token); full {
+		return pass
+	}
+	return token
 }
 
 // parseFullToken splits "K10<hash>::<user>:<password>".
