@@ -294,7 +294,14 @@ func (Real) Readyz(ctx context.Context, kubeconfig string, port int) error {
 		tlsConfig.Certificates = []tls.Certificate{pair}
 	}
 	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: tlsConfig, Proxy: nil}}
-	url := "https://127.0.0.1:" + strconv.Itoa(port) + "/readyz"
+	// Where k3s listens, as it wrote it into the kubeconfig: its
+	// bind-address when set (it then does not listen on the loopback), and
+	// its https-listen-port (pkg/server/server.go, writeKubeConfig).
+	base := creds.server
+	if base == "" {
+		base = "https://127.0.0.1:" + strconv.Itoa(port)
+	}
+	url := strings.TrimSuffix(base, "/") + "/readyz"
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err
@@ -311,7 +318,10 @@ func (Real) Readyz(ctx context.Context, kubeconfig string, port int) error {
 	return nil
 }
 
-type credentials struct{ ca, cert, key []byte }
+type credentials struct {
+	ca, cert, key []byte
+	server        string
+}
 
 // readKubeconfigCredentials reads the CA and client certificate of the
 // kubeconfig k3s writes (one cluster, one user, *-data fields) by line: the
@@ -327,6 +337,10 @@ func readKubeconfigCredentials(path string) (credentials, error) {
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
 		key, value, ok := strings.Cut(strings.TrimSpace(sc.Text()), ":")
+		if ok && key == "server" && c.server == "" {
+			c.server = strings.Trim(strings.TrimSpace(value), `"'`)
+			continue
+		}
 		dest, wanted := fields[key]
 		if !ok || !wanted || *dest != nil {
 			continue

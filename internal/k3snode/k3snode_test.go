@@ -35,12 +35,18 @@ func TestReadyz(t *testing.T) {
 	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
 	kubeconfig := filepath.Join(t.TempDir(), "k3s.yaml")
 	require.NoError(t, os.WriteFile(kubeconfig, []byte("apiVersion: v1\nclusters:\n- cluster:\n    certificate-authority-data: "+
-		base64.StdEncoding.EncodeToString(ca)+"\n    server: https://127.0.0.1:6443\n  name: default\n"), 0o600))
+		base64.StdEncoding.EncodeToString(ca)+"\n    server: "+srv.URL+"\n  name: default\n"), 0o600))
 
-	err = Real{}.Readyz(context.Background(), kubeconfig, port)
+	// The address and port k3s wrote into its kubeconfig are asked (its
+	// bind-address and https-listen-port), not api_port on the loopback.
+	err = Real{}.Readyz(context.Background(), kubeconfig, 1)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "500 Internal Server Error: [-]etcd failed")
 	healthy = true
+	assert.NoError(t, Real{}.Readyz(context.Background(), kubeconfig, 1))
+	// A kubeconfig without a server: the loopback at api_port.
+	require.NoError(t, os.WriteFile(kubeconfig, []byte("apiVersion: v1\nclusters:\n- cluster:\n    certificate-authority-data: "+
+		base64.StdEncoding.EncodeToString(ca)+"\n  name: default\n"), 0o600))
 	assert.NoError(t, Real{}.Readyz(context.Background(), kubeconfig, port))
 
 	require.NoError(t, os.WriteFile(kubeconfig, []byte("apiVersion: v1\n"), 0o600))

@@ -21,7 +21,7 @@ var module = &ansible.Module{
 		"Otherwise enables and starts the unit when it is not, and restarts it only when C(restart) is true (pass k3s_config's C(restart_needed)). A host moved between servers and agents has the other unit stopped and disabled.",
 		"Starts never block: k3s's units are C(Type=notify) with C(TimeoutStartSec=0), so a blocking C(systemctl start) of an agent that cannot join (the server unreachable, a wrong token, a rejected node password) would never return. The install script runs with C(INSTALL_K3S_SKIP_START=true) (which also makes sure k3s starts after an install the script would have found unchanged), then the module queues the start or restart (C(systemctl --no-block)) and waits, within O(wait_timeout), until the unit is active: k3s reported ready. A unit still C(activating) at the deadline fails the task with its state, its restart count and the last lines of its journal (C(journalctl -u)); a k3s that exits and is restarted by systemd 3 times meanwhile (a crash loop: C(activating (auto-restart))) fails it at once. A crash-looping unit is never taken for active.",
 		"On a server whose datastore was bootstrapped already, a C(k3s_config.token) that is another secret than the one in C(<data_dir>/server/token) is refused before anything is written (k3s would refuse to start with it: \"bootstrap data already found and encrypted with different token\"); the message names C(k3s token rotate).",
-		"On servers it then waits until the API's C(/readyz) answers C(ok) on this node, authenticated with the admin kubeconfig k3s wrote, within the same deadline. Module gitops.k3s_flux.k3s_node_info reads the node token and that kubeconfig.",
+		"On servers it then waits until the API's C(/readyz) answers C(ok) on this node, within the same deadline: asked where k3s wrote it listens into its admin kubeconfig (its C(bind-address), which k3s then listens on instead of the loopback, and its C(https-listen-port)), authenticated with that kubeconfig. Module gitops.k3s_flux.k3s_node_info reads the node token and that kubeconfig.",
 		"A Go binary: the node needs no Python. Its action plugin copies airgap files to the node through the connection, only when an install is needed.",
 	},
 	Author:    []string{"gitops.k3s_flux maintainers (@gitops-k3s-flux)"},
@@ -74,7 +74,7 @@ var module = &ansible.Module{
 			{Name: "k3s_registries", Type: ansible.TypeDict, NoLogValues: ansible.NoLogValuesOf(k3sconfig.RegistriesModule),
 				Description: []string{"The arguments of module gitops.k3s_flux.k3s_registries (C(mirrors), C(configs), ...), run the same way after C(k3s_config); its result is returned under C(k3s_registries)."}},
 			{Name: "api_port", Type: ansible.TypeInt, Default: 6443, Positive: true,
-				Description: []string{"The port the server's API listens on (k3s C(https-listen-port))."}},
+				Description: []string{"The port the server's API listens on (k3s C(https-listen-port)), for C(/readyz) when k3s's kubeconfig names no server."}},
 			{Name: "wait", Type: ansible.TypeBool, Default: true,
 				Description: []string{"On servers, wait until C(/readyz) answers C(ok) on this node (after the unit is active, which the module always waits for when it started k3s)."}},
 			{Name: "wait_timeout", Type: ansible.TypeInt, Default: 300, Positive: true,
@@ -520,7 +520,7 @@ func (n node) waitReady(ctx context.Context, req *ansible.Request, a args) error
 		if err == nil {
 			return nil
 		}
-		req.Progress("waiting for /readyz on 127.0.0.1:%d: %v", a.APIPort, err)
+		req.Progress("waiting for /readyz: %v", err)
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("the k3s API on this node did not answer /readyz with ok within %ds: last: %w", a.WaitTimeout, err)

@@ -74,6 +74,23 @@ func TestStrictK3sAgentThatCannotJoin(t *testing.T) {
 		assert.Equal(t, map[string]int{"node1": 0, "node2": 0, "localhost": 0}, r.changed(), "idempotent: %s", r.output)
 	})
 
+	// With bind-address, k3s listens on that address only, and writes it into k3s.yaml: /readyz
+	// is asked there.
+	t.Run("bind-address: the server is waited for where it listens", func(t *testing.T) {
+		bindVars := filepath.Join(dir, "bind.json")
+		writeJSON(t, bindVars, map[string]any{"k8s_cluster_server_config": map[string]any{"bind-address": server.Addr}})
+		r := c.play(t, append(args, "-e", "@"+bindVars)...)
+		require.NoError(t, r.err, r.output)
+		assert.Equal(t, 1, r.changed()["node1"], r.output)
+		kubeconfig, err := server.Exec("grep 'server:' /etc/rancher/k3s/k3s.yaml")
+		require.NoError(t, err)
+		assert.Equal(t, "    server: https://"+server.Addr+":6443\n", kubeconfig)
+		_, err = server.Exec("curl -sk --max-time 2 https://127.0.0.1:6443/readyz")
+		assert.Error(t, err, "nothing listens on the loopback")
+		r = c.play(t, args...)
+		require.NoError(t, r.err, r.output)
+	})
+
 	// k3s refuses to start a server with another token than its datastore was bootstrapped with;
 	// the play refuses it first, writing nothing.
 	t.Run("another cluster token is refused before anything is written", func(t *testing.T) {

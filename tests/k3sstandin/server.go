@@ -56,7 +56,7 @@ func runServer(s settings, bed bedInfo) error {
 	if err != nil {
 		return err
 	}
-	if err := addServingSANs(bed.PKIDir, ca, append([]string{name, addr}, s["tls-san"]...), strings.TrimPrefix(bed.APIServer, "https://")); err != nil {
+	if err := addServingSANs(bed.PKIDir, ca, append([]string{name, addr, bindAddressOrLoopback(s)}, s["tls-san"]...), strings.TrimPrefix(bed.APIServer, "https://")); err != nil {
 		return fmt.Errorf("update serving certificate: %w", err)
 	}
 	if err := writeKubeconfig(s, bed, ca); err != nil {
@@ -76,7 +76,7 @@ func runServer(s settings, bed bedInfo) error {
 	}
 	upstream := strings.TrimPrefix(bed.APIServer, "https://")
 	var listeners []net.Listener
-	for _, host := range []string{"127.0.0.1", addr} {
+	for _, host := range listenHosts(s, addr) {
 		l, err := net.Listen("tcp", net.JoinHostPort(host, port))
 		if err != nil {
 			return fmt.Errorf("listen on %s:%s: %w", host, port, err)
@@ -97,7 +97,7 @@ func runServer(s settings, bed bedInfo) error {
 		}
 		go removeDeletedMembers(client)
 	}
-	fmt.Fprintf(os.Stderr, "k3s stand-in server %s running; API server at https://127.0.0.1:%s and https://%s:%s\n", name, port, addr, port)
+	fmt.Fprintf(os.Stderr, "k3s stand-in server %s running; API server at %s\n", name, strings.Join(listenURLs(listeners), " and "))
 	waitForSignal()
 	for _, l := range listeners {
 		_ = l.Close()
@@ -275,8 +275,28 @@ func containsIP(list []net.IP, ip net.IP) bool {
 	return false
 }
 
+// bindAddressOrLoopback is the address k3s puts into k3s.yaml: its
+// bind-address when set, else the loopback (pkg/daemons/config/types.go,
+// BindAddressOrLoopback, used by pkg/server/server.go, writeKubeConfig).
+func bindAddressOrLoopback(s settings) string {
+	if b := s.str("bind-address", ""); b != "" && b != "0.0.0.0" && b != "::" {
+		return b
+	}
+	return "127.0.0.1"
+}
+
+// listenHosts are where the supervisor port listens: the bind-address alone
+// when one is set (k3s then does not listen on the loopback), else the
+// loopback and the node's address.
+func listenHosts(s settings, addr string) []string {
+	if b := bindAddressOrLoopback(s); b != "127.0.0.1" {
+		return []string{b}
+	}
+	return []string{"127.0.0.1", addr}
+}
+
 // writeKubeconfig writes /etc/rancher/k3s/k3s.yaml (or write-kubeconfig)
-// as k3s does: server https://127.0.0.1:<port>, names "default", an admin
+// as k3s does: server https://<bind-address or 127.0.0.1>:<port>, names "default", an admin
 // client certificate, mode write-kubeconfig-mode (default 0600).
 func writeKubeconfig(s settings, bed bedInfo, ca *pki.CA) error {
 	path := s.str("write-kubeconfig", "/etc/rancher/k3s/k3s.yaml")
@@ -292,7 +312,7 @@ func writeKubeconfig(s settings, bed bedInfo, ca *pki.CA) error {
 	if err != nil {
 		return err
 	}
-	server := "https://127.0.0.1:" + s.str("https-listen-port", "6443")
+	server := "https://" + net.JoinHostPort(bindAddressOrLoopback(s), s.str("https-listen-port", "6443"))
 	content := kubeconfig(server, pki.B64(ca.CertPEM), pki.B64(cert), pki.B64(key))
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
@@ -462,6 +482,14 @@ func closeWrite(c net.Conn) {
 	if tc, ok := c.(interface{ CloseWrite() error }); ok {
 		_ = tc.CloseWrite()
 	}
+}
+
+func listenURLs(ls []net.Listener) []string {
+	var out []string
+	for _, l := range ls {
+		out = append(out, "https://"+l.Addr().String())
+	}
+	return out
 }
 
 // singleConnListener hands connections to http.Serve one at a time.
