@@ -42,6 +42,24 @@ func TestStrictK3sAgentThatCannotJoin(t *testing.T) {
 		require.NoError(t, err, string(out))
 	}
 
+	// Two Raspberry Pis both named raspberrypi: k3s would register the second under the first's
+	// Node name and reject its node password for ever. Refused before anything is installed.
+	t.Run("two hosts with one host name are refused before any install", func(t *testing.T) {
+		_, err := worker.Exec("hostname node1")
+		require.NoError(t, err)
+		r := c.play(t, args...)
+		_, restore := worker.Exec("hostname node2")
+		require.NoError(t, restore)
+		require.Error(t, r.err, r.output)
+		flat := strings.Join(strings.Fields(r.output), " ")
+		assert.Contains(t, flat, "node1 and node2 would all register as Node node1; k3s names a node after its node-name, else its lower-cased host name")
+		assert.Contains(t, flat, "Nothing was changed.")
+		for _, h := range []string{"node1", "node2"} {
+			_, err := b.Hosts.Host(h).Exec("test ! -e /usr/local/bin/k3s && test ! -e /etc/rancher/k3s/config.yaml")
+			assert.NoError(t, err, "%s untouched", h)
+		}
+	})
+
 	t.Run("the server unreachable from the worker: the play ends, naming the cause", func(t *testing.T) {
 		route("add")
 		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
