@@ -27,8 +27,10 @@ func TestStrictK3sAgentThatCannotJoin(t *testing.T) {
 	b := bed.Start(t, bed.Options{Name: "k3sfj", Subnet: "10.213.13", Controllers: 1, Workers: 1})
 	dir := t.TempDir()
 	const waitTimeout = 30
+	server, worker := b.Hosts.Host("node1"), b.Hosts.Host("node2")
 	varsFile := filepath.Join(dir, "vars.json")
 	writeJSON(t, varsFile, map[string]any{
+		"k8s_cluster_api_endpoint":       server.Addr,
 		"ansible_python_interpreter":     "/usr/bin/python3",
 		"flux_bootstrap_enabled":         false,
 		"k8s_cluster_install_script_url": b.K3s.InstallURL,
@@ -36,7 +38,6 @@ func TestStrictK3sAgentThatCannotJoin(t *testing.T) {
 		"k8s_cluster_wait_timeout":       waitTimeout,
 	})
 	args := []string{"-i", b.Hosts.Inventory, filepath.Join(c.root, "playbooks", "k8s.yml"), "-e", "@" + varsFile}
-	server, worker := b.Hosts.Host("node1"), b.Hosts.Host("node2")
 	route := func(verb string) {
 		out, err := exec.Command("ip", "-n", worker.NetNS, "route", verb, "unreachable", server.Addr+"/32").CombinedOutput()
 		require.NoError(t, err, string(out))
@@ -87,6 +88,9 @@ func TestStrictK3sAgentThatCannotJoin(t *testing.T) {
 		r := c.play(t, args...)
 		require.NoError(t, r.err, r.output)
 		assert.Contains(t, r.output, "node2 Ready")
+		config, err := server.Exec("cat /etc/rancher/k3s/config.yaml")
+		require.NoError(t, err)
+		assert.Regexp(t, `(?m)^tls-san:\n  - "?`+strings.ReplaceAll(server.Addr, ".", `\.`)+`"?$`, config, "the API endpoint is in the server's certificate")
 		r = c.play(t, args...)
 		require.NoError(t, r.err, r.output)
 		assert.Equal(t, map[string]int{"node1": 0, "node2": 0, "localhost": 0}, r.changed(), "idempotent: %s", r.output)
