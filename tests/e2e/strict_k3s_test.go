@@ -98,6 +98,22 @@ func TestStrictK3sJoin(t *testing.T) {
 		assert.Equal(t, map[string]int{"node1": 0, "node2": 0, "localhost": 0}, r.changed(), "idempotent: %s", r.output)
 	})
 
+	// A hand-edited registries.yaml that does not parse: k3s exits at start, and systemd
+	// restarts it every 5 s. The play fails the host as crash-looping, not active.
+	t.Run("crash loop", func(t *testing.T) {
+		_, err := worker.Exec("systemctl stop k3s-agent && echo 'mirrors: [' >/etc/rancher/k3s/registries.yaml")
+		require.NoError(t, err)
+		r := c.play(t, args...)
+		require.Error(t, r.err, r.output)
+		flat := strings.Join(strings.Fields(r.output), " ")
+		assert.Regexp(t, `fatal: \[node2\]: FAILED! => .*k3s-agent is crash-looping: k3s exited and systemd restarted it 3 times since this task started it \(enabled, activating \(auto-restart\)\); its journal ends: `, flat)
+		_, err = worker.Exec("rm /etc/rancher/k3s/registries.yaml")
+		require.NoError(t, err)
+		r = c.play(t, args...)
+		require.NoError(t, r.err, r.output)
+		assert.Contains(t, r.output, "node2 Ready")
+	})
+
 	// With bind-address, k3s listens on that address only, and writes it into k3s.yaml: /readyz
 	// is asked there.
 	t.Run("bind-address", func(t *testing.T) {
