@@ -4,8 +4,10 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -67,19 +69,24 @@ func TestStrictK3sJoin(t *testing.T) {
 		route("add")
 		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 		defer cancel()
-		cmd := exec.CommandContext(ctx, "ansible-playbook", args...)
+		// A shorter wait than the crash loop below needs (3 restarts, 5 s apart): the play ends
+		// within it plus a minute.
+		const unjoinableWait = 15
+		cmd := exec.CommandContext(ctx, "ansible-playbook", append(args, "-e", fmt.Sprintf("k8s_cluster_wait_timeout=%d", unjoinableWait))...)
 		cmd.Env = c.env(t)
 		start := time.Now()
 		raw, err := cmd.CombinedOutput()
 		output := string(raw)
 		require.NoError(t, ctx.Err(), "the play hung:\n%s", output)
 		require.Error(t, err, output)
-		t.Logf("the play ended after %s", time.Since(start).Round(100*time.Millisecond))
+		took := time.Since(start)
+		t.Logf("the play ended after %s", took.Round(100*time.Millisecond))
+		assert.Less(t, took, (unjoinableWait+60)*time.Second, "within the wait plus a minute")
 		r := parseRecap(playResult{output: output, recap: map[string]map[string]int{}})
 		assert.Equal(t, 1, r.recap["node2"]["failed"], output)
 		assert.Equal(t, 0, r.recap["node1"]["failed"], output)
 		flat := strings.Join(strings.Fields(output), " ")
-		assert.Regexp(t, `fatal: \[node2\]: FAILED! => .*k3s-agent did not report ready within `+"30"+`s: enabled, activating \(start\), restarted 0 times since this task started it; its journal ends: .*Failed to validate connection to cluster at https://`+strings.ReplaceAll(server.Addr, ".", `\.`)+`:6443`, flat)
+		assert.Regexp(t, `fatal: \[node2\]: FAILED! => .*k3s-agent did not report ready within `+strconv.Itoa(unjoinableWait)+`s: enabled, activating \(start\), restarted 0 times since this task started it; its journal ends: .*Failed to validate connection to cluster at https://`+strings.ReplaceAll(server.Addr, ".", `\.`)+`:6443`, flat)
 		state, err := worker.Exec("systemctl show --property=ActiveState,SubState k3s-agent")
 		require.NoError(t, err)
 		assert.Equal(t, "ActiveState=activating\nSubState=start\n", state, "still trying to join, as k3s would")
