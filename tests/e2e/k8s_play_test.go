@@ -268,7 +268,7 @@ func TestBootstrapPlay(t *testing.T) {
 		outputs = append(outputs, r.output)
 		require.Error(t, r.err, r.output)
 		flat := strings.Join(strings.Fields(r.output), " ")
-		assert.Contains(t, flat, "would publish credentials: ansible/vars.json is not ignored by git and holds flux_bootstrap_infisical_auth.platform.client_secret in plain text")
+		assert.Contains(t, flat, "would publish credentials: ansible/vars.json is not ignored by git and holds flux_bootstrap_infisical_auth.apps.client_secret in plain text (line 1), flux_bootstrap_infisical_auth.platform.client_secret in plain text (line 1)")
 		assert.Contains(t, flat, "fix: list it in .gitignore")
 		assert.Equal(t, map[string]int{"localhost": 0}, r.changed(), "nothing changed: %s", r.output)
 		require.NoError(t, os.WriteFile(filepath.Join(ansibleDir, ".gitignore"), []byte("/vars.json\n"), 0o600))
