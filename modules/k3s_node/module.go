@@ -493,13 +493,17 @@ func (n node) waitActive(ctx context.Context, req *ansible.Request, unit string,
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("%s did not report ready within %ds: %s, restarted %d times since this task started it; %s", unit, timeout, u.String(), restarts, n.journal(context.Background(), unit))
-		case <-time.After(pollInterval):
+		case <-time.After(unitPollInterval):
 		}
 	}
 }
 
-// pollInterval is how often a wait asks again.
-var pollInterval = time.Second
+// How often a wait asks again: the unit's state is a local systemctl call,
+// and most starts take well under a second; /readyz is an HTTPS request.
+var (
+	unitPollInterval = 200 * time.Millisecond
+	pollInterval     = time.Second
+)
 
 // journal is the end of the unit's journal, for a message: what k3s said last.
 func (n node) journal(ctx context.Context, unit string) string {

@@ -510,8 +510,8 @@ func TestSidecarDocs(t *testing.T) {
 // wait_timeout, naming the unit's state, its restarts and its journal; it
 // never hangs.
 func TestNeverReady(t *testing.T) {
-	pollInterval = 10 * time.Millisecond
-	t.Cleanup(func() { pollInterval = time.Second })
+	unitPollInterval = 10 * time.Millisecond
+	t.Cleanup(func() { unitPollInterval = 200 * time.Millisecond })
 	for name, tc := range map[string]struct {
 		setup func(f *fakeNode)
 		want  string

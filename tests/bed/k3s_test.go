@@ -99,7 +99,7 @@ func TestK3sStandIn(t *testing.T) {
 		writeConfig(agent, config)
 		out, err := install(agent, "INSTALL_K3S_EXEC=agent INSTALL_K3S_SKIP_START=true")
 		require.NoError(t, err, out)
-		out, err = agent.Exec("timeout 8 systemctl restart k3s-agent; echo exit=$?")
+		out, err = agent.Exec("timeout 3 systemctl restart k3s-agent; echo exit=$?")
 		require.NoError(t, err)
 		assert.Contains(t, out, "exit=124", "a blocking start waits for ever (TimeoutStartSec=0)")
 		assert.Equal(t, "ActiveState=activating SubState=start", unitState())
