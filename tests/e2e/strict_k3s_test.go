@@ -92,7 +92,7 @@ func TestStrictK3sJoin(t *testing.T) {
 		assert.Equal(t, "ActiveState=activating\nSubState=start\n", state, "still trying to join, as k3s would")
 	})
 
-	t.Run("way open again", func(t *testing.T) {
+	t.Run("way open again", func(t *testing.T) { // (idempotence is every other play test's)
 		route("del")
 		r := c.play(t, args...)
 		require.NoError(t, r.err, r.output)
@@ -100,9 +100,6 @@ func TestStrictK3sJoin(t *testing.T) {
 		config, err := server.Exec("cat /etc/rancher/k3s/config.yaml")
 		require.NoError(t, err)
 		assert.Regexp(t, `(?m)^tls-san:\n  - "?`+strings.ReplaceAll(server.Addr, ".", `\.`)+`"?$`, config, "the API endpoint is in the server's certificate")
-		r = c.play(t, args...)
-		require.NoError(t, r.err, r.output)
-		assert.Equal(t, map[string]int{"node1": 0, "node2": 0, "localhost": 0}, r.changed(), "idempotent: %s", r.output)
 	})
 
 	// A hand-edited registries.yaml that does not parse: k3s exits at start, and systemd
@@ -134,8 +131,6 @@ func TestStrictK3sJoin(t *testing.T) {
 		assert.Equal(t, "    server: https://"+server.Addr+":6443\n", kubeconfig)
 		_, err = server.Exec("curl -sk --max-time 2 https://127.0.0.1:6443/readyz")
 		assert.Error(t, err, "nothing listens on the loopback")
-		r = c.play(t, args...)
-		require.NoError(t, r.err, r.output)
 	})
 
 	// k3s refuses to start a server with another token than its datastore was bootstrapped with;
