@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -28,13 +27,7 @@ func TestArmNodes(t *testing.T) {
 	}})
 	node1, node2, node3 := b.Hosts.Host("node1"), b.Hosts.Host("node2"), b.Hosts.Host("node3")
 	dir := t.TempDir()
-	vars := filepath.Join(dir, "vars.json")
-	writeJSON(t, vars, map[string]any{
-		"flux_bootstrap_enabled":         false,
-		"k8s_cluster_install_script_url": b.K3s.InstallURL,
-		"k8s_cluster_kubeconfig_dest":    filepath.Join(dir, "kubeconfig"),
-	})
-	args := []string{"-i", b.Hosts.Inventory, filepath.Join(c.root, "playbooks", "k8s.yml"), "-e", "@" + vars}
+	args := clusterPlayArgs(t, c, b, dir, nil)
 
 	t.Run("arm64 and armv7 hosts without Python", func(t *testing.T) {
 		for h, want := range map[*testhosts.Host]string{node2: "Linux aarch64", node3: "Linux armv7l"} {

@@ -254,6 +254,25 @@ func (r playResult) changed() map[string]int {
 	return out
 }
 
+// clusterPlayArgs are ansible-playbook's arguments for playbooks/k8s.yml on
+// the bed's hosts without the hand-off (role k8s_cluster alone): the bed's
+// install script, the kubeconfig in dir, and extra variables, written to
+// dir/vars.json.
+func clusterPlayArgs(t *testing.T, c collection, b *bed.Bed, dir string, extra map[string]any) []string {
+	t.Helper()
+	vars := map[string]any{
+		"flux_bootstrap_enabled":         false,
+		"k8s_cluster_install_script_url": b.K3s.InstallURL,
+		"k8s_cluster_kubeconfig_dest":    filepath.Join(dir, "kubeconfig"),
+	}
+	for k, v := range extra {
+		vars[k] = v
+	}
+	path := filepath.Join(dir, "vars.json")
+	writeJSON(t, path, vars)
+	return []string{"-i", b.Hosts.Inventory, filepath.Join(c.root, "playbooks", "k8s.yml"), "-e", "@" + path}
+}
+
 func writeJSON(t *testing.T, path string, v any) {
 	t.Helper()
 	raw, err := json.Marshal(v)

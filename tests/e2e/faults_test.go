@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -23,15 +22,7 @@ func TestNodeLostMidPlay(t *testing.T) {
 	c := installCollection(t)
 	b := bed.Start(t, bed.Options{Name: "k3sfl", Subnet: "10.213.9", Controllers: 1, Workers: 2})
 	dir := t.TempDir()
-	varsFile := filepath.Join(dir, "vars.json")
-	writeJSON(t, varsFile, map[string]any{
-		"ansible_python_interpreter":     "/usr/bin/python3",
-		"flux_bootstrap_enabled":         false,
-		"k8s_cluster_install_script_url": b.K3s.InstallURL,
-		"k8s_cluster_kubeconfig_dest":    filepath.Join(dir, "kubeconfig"),
-		"k8s_cluster_wait_timeout":       60,
-	})
-	args := []string{"-i", b.Hosts.Inventory, filepath.Join(c.root, "playbooks", "k8s.yml"), "-e", "@" + varsFile}
+	args := clusterPlayArgs(t, c, b, dir, map[string]any{"ansible_python_interpreter": "/usr/bin/python3", "k8s_cluster_wait_timeout": 60})
 	node3 := b.Hosts.Host("node3")
 
 	t.Run("node3 lost", func(t *testing.T) {

@@ -31,16 +31,8 @@ func TestStrictK3sJoin(t *testing.T) {
 	dir := t.TempDir()
 	const waitTimeout = 30
 	server, worker := b.Hosts.Host("node1"), b.Hosts.Host("node2")
-	varsFile := filepath.Join(dir, "vars.json")
-	writeJSON(t, varsFile, map[string]any{
-		"k8s_cluster_api_endpoint":       server.Addr,
-		"ansible_python_interpreter":     "/usr/bin/python3",
-		"flux_bootstrap_enabled":         false,
-		"k8s_cluster_install_script_url": b.K3s.InstallURL,
-		"k8s_cluster_kubeconfig_dest":    filepath.Join(dir, "kubeconfig"),
-		"k8s_cluster_wait_timeout":       waitTimeout,
-	})
-	args := []string{"-i", b.Hosts.Inventory, filepath.Join(c.root, "playbooks", "k8s.yml"), "-e", "@" + varsFile}
+	args := clusterPlayArgs(t, c, b, dir, map[string]any{"k8s_cluster_api_endpoint": server.Addr,
+		"ansible_python_interpreter": "/usr/bin/python3", "k8s_cluster_wait_timeout": waitTimeout})
 	route := func(verb string) {
 		out, err := exec.Command("ip", "-n", worker.NetNS, "route", verb, "unreachable", server.Addr+"/32").CombinedOutput()
 		require.NoError(t, err, string(out))
