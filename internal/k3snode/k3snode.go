@@ -76,11 +76,6 @@ type UnitState struct {
 	Restarts int `json:"restarts"`
 }
 
-// CrashLooping is a unit whose k3s exited and waits to be restarted.
-func (u UnitState) CrashLooping() bool {
-	return u.ActiveState == "activating" && u.SubState == "auto-restart"
-}
-
 func (u UnitState) String() string {
 	enabled := "disabled"
 	if u.Enabled {

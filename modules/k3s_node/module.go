@@ -486,7 +486,7 @@ func (n node) waitActive(ctx context.Context, req *ansible.Request, unit string,
 		switch {
 		case restarts >= crashLoopRestarts:
 			return fmt.Errorf("%s is crash-looping: k3s exited and systemd restarted it %d times since this task started it (%s); %s", unit, restarts, u.String(), n.journal(ctx, unit))
-		case u.ActiveState == "failed" || (u.ActiveState == "inactive" && first >= 0 && restarts > 0):
+		case u.ActiveState == "failed" || (u.ActiveState == "inactive" && restarts > 0):
 			return fmt.Errorf("%s failed (%s); %s", unit, u.String(), n.journal(ctx, unit))
 		}
 		req.Progress("waiting for %s to report ready: %s, restarted %d times", unit, u.String(), restarts)
