@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -19,7 +20,7 @@ var module = &ansible.Module{
 		"Reads the installed k3s version (C(k3s --version), compared exactly) and the state of the node's unit (C(k3s) on servers, C(k3s-agent) on agents).",
 		"Installs k3s when it is missing, another version, or its unit is gone: with the install script (downloaded by the module, checked against C(install_script_sha256) when given, then run) or from airgap files, each checked against its sha256 on the node before use.",
 		"Otherwise enables and starts the unit when it is not, and restarts it only when C(restart) is true (pass k3s_config's C(restart_needed)). A host moved between servers and agents has the other unit stopped and disabled.",
-		"Starts never block: k3s's units are C(Type=notify) with C(TimeoutStartSec=0), so a blocking C(systemctl start) of an agent that cannot join (the server unreachable, a wrong token, a rejected node password) would never return. The install script runs with C(INSTALL_K3S_SKIP_START=true) (which also makes sure k3s starts after an install the script would have found unchanged), then the module queues the start or restart (C(systemctl --no-block)) and waits, within O(wait_timeout), until the unit is active: k3s reported ready. A unit still C(activating) at the deadline fails the task with its state, its restart count and the last lines of its journal (C(journalctl -u)); a k3s that exits and is restarted by systemd 3 times meanwhile (a crash loop: C(activating (auto-restart))) fails it at once. A crash-looping unit is never taken for active.",
+		"Starts never block: k3s's units are C(Type=notify) with C(TimeoutStartSec=0), so a blocking C(systemctl start) of an agent that cannot join (the server unreachable, a wrong token, a rejected node password) would never return. The install script runs with C(INSTALL_K3S_SKIP_START=true) (which also makes sure k3s starts after an install the script would have found unchanged), then the module queues the start or restart (C(systemctl --no-block)) and waits, within O(wait_timeout), until the unit is active: k3s reported ready. A unit still C(activating) at the deadline fails the task with its state, its restart count and the last lines of its journal (C(journalctl -u)); a k3s that exits and is restarted by systemd 3 times meanwhile (a crash loop: C(activating (auto-restart))) fails it at once. A crash-looping unit is never taken for active. The journal is read every 2 s meanwhile: a node password the server rejected at three tries in a row (the cluster has a Node of this name that joined with another password, as after a host is re-installed; k3s retries for ever) fails the task then, naming the Node to delete or the names to give.",
 		"On a server whose datastore was bootstrapped already, a C(k3s_config.token) that is another secret than the one in C(<data_dir>/server/token) is refused before anything is written (k3s would refuse to start with it: \"bootstrap data already found and encrypted with different token\"); the message names C(k3s token rotate).",
 		"On servers it then waits until the API's C(/readyz) answers C(ok) on this node, within the same deadline: asked where k3s wrote it listens into its admin kubeconfig (its C(bind-address), which k3s then listens on instead of the loopback, and its C(https-listen-port)), authenticated with that kubeconfig. Module gitops.k3s_flux.k3s_node_info reads the node token and that kubeconfig.",
 		"A Go binary: the node needs no Python. Its action plugin copies airgap files to the node through the connection, only when an install is needed.",
@@ -344,6 +345,8 @@ func run(ctx context.Context, req *ansible.Request, sys k3snode.System, where k3
 		res.Set("airgap_transfer_needed", true)
 		return res, errors.New("k3s must be installed from airgap files that are still on the controller: run this module as a task (its action plugin copies them to the node), or set remote_src with paths on the node")
 	}
+	// The journal from here on is this task's: what k3s says after the start.
+	n.since = time.Now().Unix()
 	if err := n.carryOut(ctx, req, a, p); err != nil {
 		return res, err
 	}
@@ -353,7 +356,7 @@ func run(ctx context.Context, req *ansible.Request, sys k3snode.System, where k3
 	ctx, cancel := context.WithTimeout(ctx, time.Duration(a.WaitTimeout)*time.Second)
 	defer cancel()
 	if started {
-		if err := n.waitActive(ctx, req, p.Service, a.WaitTimeout); err != nil {
+		if err := n.waitActive(ctx, req, p.Service, a.WaitTimeout, nodeNameOf(steps)); err != nil {
 			if a.Role == "server" && a.Wait {
 				res.Set("ready", false)
 			}
@@ -409,6 +412,7 @@ func checkAirgapArgs(a args) error {
 type node struct {
 	sys   k3snode.System
 	where k3snode.Paths
+	since int64 // when this task started k3s, in seconds since the epoch: its journal's start
 }
 
 // read finds the installed version and the state of both units.
@@ -467,11 +471,13 @@ const crashLoopRestarts = 3
 
 // waitActive waits until the unit is active (k3s said it is ready) or the
 // deadline passes; a unit restarted crashLoopRestarts times meanwhile, or
-// failed, fails at once. The error names the unit's state, its restarts and
+// failed, fails at once, and so does a refusal that k3s would retry for
+// ever but only the user can end (joinRefusal, read from the journal every
+// journalEvery polls). The error names the unit's state, its restarts and
 // the end of its journal.
-func (n node) waitActive(ctx context.Context, req *ansible.Request, unit string, timeout int) error {
+func (n node) waitActive(ctx context.Context, req *ansible.Request, unit string, timeout int, nodeName string) error {
 	first := -1
-	for {
+	for poll := 1; ; poll++ {
 		u, err := k3snode.Unit(ctx, n.sys, unit)
 		if err != nil {
 			return err
@@ -488,6 +494,12 @@ func (n node) waitActive(ctx context.Context, req *ansible.Request, unit string,
 			return fmt.Errorf("%s is crash-looping: k3s exited and systemd restarted it %d times since this task started it (%s); %s", unit, restarts, u.String(), n.journal(ctx, unit))
 		case u.ActiveState == "failed" || (u.ActiveState == "inactive" && restarts > 0):
 			return fmt.Errorf("%s failed (%s); %s", unit, u.String(), n.journal(ctx, unit))
+		case poll%journalEvery == 0:
+			if journal, err := n.journalLines(ctx, unit, journalScan); err == nil {
+				if refusal := joinRefusal(journal, nodeName); refusal != "" {
+					return fmt.Errorf("%s cannot join (%s): %s; its journal ends: %s", unit, u.String(), refusal, k3snode.LastLines(journal, journalLines))
+				}
+			}
 		}
 		req.Progress("waiting for %s to report ready: %s, restarted %d times", unit, u.String(), restarts)
 		select {
@@ -498,6 +510,48 @@ func (n node) waitActive(ctx context.Context, req *ansible.Request, unit string,
 	}
 }
 
+// nodeNameOf is the node name k3s_config found (its node_name), or "".
+func nodeNameOf(steps []step) string {
+	for _, s := range steps {
+		if name, ok := s.result["node_name"].(string); ok && s.option == "k3s_config" {
+			return name
+		}
+	}
+	return ""
+}
+
+// joinRefusal is what the user must do about a refusal in k3s's journal
+// that k3s retries for ever and that does not end by itself; "" when
+// there is none. A node password is refused (k3s's pkg/nodepassword) when
+// the cluster has a Node of this name that joined with another password:
+// the host was re-installed since (k3s keeps the password in
+// /etc/rancher/node, which a new OS does not have), or another host has
+// the name. k3s deletes the password Secret with the Node.
+func joinRefusal(journal, nodeName string) string {
+	// Refused at three tries in a row (k3s tries every 5 to 10 s), not
+	// once: a Node deleted just before the run takes its Secret with it a
+	// moment later (the garbage collector), and the next try joins.
+	if strings.Count(journal, "Node password rejected") < refusalRepeats {
+		return ""
+	}
+	name := nodeName
+	if name == "" {
+		name = "<this host's node name>"
+	}
+	return fmt.Sprintf("the server rejected this host's node password, so k3s would retry for ever. The cluster has a Node %[1]s that joined with another password: this host was re-installed since (k3s keeps the password in /etc/rancher/node/password), or another host has the name %[1]s. If the Node is this host's, delete it (`kubectl delete node %[1]s`: k3s deletes the Secret kube-system/%[1]s.node-password.k3s with it) and run again; if it is another host's, give this one its own name (node-name or with-node-id in the k3s config)", name)
+}
+
+// journalEvery is how many unit polls pass between two reads of the
+// journal (2 s at unitPollInterval); journalScan is how much of it such a
+// read looks through (k3s says it again every 5 s, among other lines), and
+// journalLines how much of it a message quotes.
+const (
+	journalEvery   = 10
+	journalScan    = 50
+	journalLines   = 10
+	refusalRepeats = 3
+)
+
 // How often a wait asks again: the unit's state is a local systemctl call,
 // and most starts take well under a second; /readyz is an HTTPS request.
 var (
@@ -505,15 +559,22 @@ var (
 	pollInterval     = time.Second
 )
 
-// journal is the end of the unit's journal, for a message: what k3s said last.
+// journal is the end of the unit's journal since this task started k3s,
+// for a message: what k3s said last.
 func (n node) journal(ctx context.Context, unit string) string {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	out, err := n.sys.Run(ctx, nil, "journalctl", "-u", unit+".service", "-n", "10", "--no-pager", "-o", "cat")
+	out, err := n.journalLines(ctx, unit, journalLines)
 	if err != nil {
 		return fmt.Sprintf("its journal could not be read (journalctl: %v)", err)
 	}
-	return "its journal ends: " + k3snode.LastLines(out, 10)
+	return "its journal ends: " + k3snode.LastLines(out, journalLines)
+}
+
+// journalLines reads the last lines of the unit's journal since this task
+// started k3s.
+func (n node) journalLines(ctx context.Context, unit string, lines int) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	return n.sys.Run(ctx, nil, "journalctl", "-u", unit+".service", "--since", fmt.Sprintf("@%d", n.since), "-n", strconv.Itoa(lines), "--no-pager", "-o", "cat")
 }
 
 // waitReady polls /readyz until it answers ok or the deadline (ctx,

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -39,11 +40,13 @@ type fakeNode struct {
 	// join); crashLooping units exit and are restarted again and again.
 	neverReady, crashLooping map[string]bool
 	restarts                 map[string]int
+	journal                  string // what journalctl answers
 }
 
 func newFakeNode() *fakeNode {
 	return &fakeNode{units: map[string]*k3snode.UnitState{}, script: []byte(testScript),
-		neverReady: map[string]bool{}, crashLooping: map[string]bool{}, restarts: map[string]int{}}
+		neverReady: map[string]bool{}, crashLooping: map[string]bool{}, restarts: map[string]int{},
+		journal: "Starting k3s agent\nFailed to validate connection to cluster at https://10.0.0.1:6443: failed to get CA certs: connect: no route to host\n"}
 }
 
 func (f *fakeNode) Run(_ context.Context, env []string, name string, args ...string) (string, error) {
@@ -98,7 +101,11 @@ func (f *fakeNode) Run(_ context.Context, env []string, name string, args ...str
 		}
 		return "", nil
 	case "journalctl":
-		return "Starting k3s agent\nFailed to validate connection to cluster at https://10.0.0.1:6443: failed to get CA certs: connect: no route to host\n", nil
+		// Only what k3s said since this task started it.
+		if i := slices.Index(args, "--since"); i < 0 || !regexp.MustCompile(`^@\d+$`).MatchString(args[i+1]) {
+			return "", fmt.Errorf("journalctl without --since @<start>: %s", line)
+		}
+		return f.journal, nil
 	case "sh":
 		if len(args) == 1 && strings.HasSuffix(args[0], "-uninstall.sh") {
 			// k3s's uninstall script: stops and removes k3s (rm -f $BIN_DIR/k3s), and itself.
@@ -505,6 +512,19 @@ func TestSidecarDocs(t *testing.T) {
 	ansibletest.CheckSidecar(t, module)
 }
 
+func TestJoinRefusal(t *testing.T) {
+	rejected := `level=info msg="Waiting to retrieve agent configuration; server is not ready: Node password rejected, duplicate hostname or contents of '/etc/rancher/node/password' may not match server node-passwd entry, try enabling a unique node name with the --with-node-id flag"`
+	assert.Empty(t, joinRefusal("Starting k3s-agent.service\nFailed to validate connection to cluster", "node4"), "retrying until the server answers: no refusal")
+	assert.Empty(t, joinRefusal(rejected+"\n"+rejected, "node4"), "twice: the Node's Secret may be on its way out")
+	got := joinRefusal("Starting k3s-agent.service\n"+strings.Repeat(rejected+"\n", 3), "node4")
+	assert.Contains(t, got, "The cluster has a Node node4 that joined with another password")
+	assert.Contains(t, got, "delete it (`kubectl delete node node4`: k3s deletes the Secret kube-system/node4.node-password.k3s with it)")
+	assert.Contains(t, got, "node-name or with-node-id")
+	assert.Contains(t, joinRefusal(strings.Repeat(rejected+"\n", 3), ""), "a Node <this host's node name>")
+	assert.Equal(t, "node4", nodeNameOf([]step{{option: "k3s_registries", result: map[string]any{}}, {option: "k3s_config", result: map[string]any{"node_name": "node4"}}}))
+	assert.Empty(t, nodeNameOf(nil))
+}
+
 // A k3s that never reports ready (an agent that cannot join: the server
 // unreachable, a wrong token) or that keeps exiting fails the task within
 // wait_timeout, naming the unit's state, its restarts and its journal; it
@@ -517,9 +537,13 @@ func TestNeverReady(t *testing.T) {
 		want  string
 	}{
 		"installed, never ready": {func(f *fakeNode) { f.neverReady["k3s-agent"] = true },
-			"k3s-agent did not report ready within 1s: enabled, activating (start), restarted 0 times since this task started it; its journal ends: Starting k3s agent | Failed to validate connection to cluster at https://10.0.0.1:6443"},
+			"k3s-agent did not report ready within 3s: enabled, activating (start), restarted 0 times since this task started it; its journal ends: Starting k3s agent | Failed to validate connection to cluster at https://10.0.0.1:6443"},
 		"installed, crash-looping": {func(f *fakeNode) { f.crashLooping["k3s-agent"] = true },
 			"k3s-agent is crash-looping: k3s exited and systemd restarted it 3 times since this task started it (enabled, activating (auto-restart)); its journal ends: "},
+		"node password rejected three times: before the deadline, naming what to delete": {func(f *fakeNode) {
+			f.neverReady["k3s-agent"] = true
+			f.journal = "Starting k3s-agent.service - Lightweight Kubernetes...\n" + strings.Repeat(`level=info msg="Waiting to retrieve agent configuration; server is not ready: Node password rejected, duplicate hostname or contents of '/etc/rancher/node/password' may not match server node-passwd entry, try enabling a unique node name with the --with-node-id flag"`+"\n", 3)
+		}, "k3s-agent cannot join (enabled, activating (start)): the server rejected this host's node password, so k3s would retry for ever. The cluster has a Node <this host's node name> that joined with another password"},
 		"crash-looping before the task: not taken for active": {func(f *fakeNode) {
 			f.version = testVersion
 			f.crashLooping["k3s-agent"] = true
@@ -530,10 +554,13 @@ func TestNeverReady(t *testing.T) {
 			f := newFakeNode()
 			tc.setup(f)
 			start := time.Now()
-			res, code := runOn(t, f, testPaths(t), map[string]any{"role": "agent", "wait_timeout": 1})
+			res, code := runOn(t, f, testPaths(t), map[string]any{"role": "agent", "wait_timeout": 3})
 			assert.Equal(t, 1, code)
 			assert.Contains(t, res["msg"], tc.want)
 			assert.Less(t, time.Since(start), 5*time.Second)
+			if strings.Contains(tc.want, "cannot join") {
+				assert.Less(t, time.Since(start), time.Second, "not at the deadline")
+			}
 		})
 	}
 }

@@ -198,6 +198,40 @@ func TestK3sStandIn(t *testing.T) {
 		assert.Equal(t, "active\n", active)
 	})
 
+	// A re-flashed host that keeps its name has a new node password: the server refuses it for
+	// as long as the Node (and so its password Secret) exists, and the agent asks again every 5 s.
+	t.Run("a new node password is refused until the Node is deleted", func(t *testing.T) {
+		mode, err := agent.Exec("stat -c %a /etc/rancher/node/password")
+		require.NoError(t, err)
+		assert.Equal(t, "600\n", mode)
+		secret, err := kc.CoreV1().Secrets("kube-system").Get(ctx, "node2.node-password.k3s", metav1.GetOptions{})
+		require.NoError(t, err)
+		require.Len(t, secret.OwnerReferences, 1, "owned by its Node")
+		assert.Equal(t, "node2", secret.OwnerReferences[0].Name)
+		// From the next second on: the journal keeps whole seconds.
+		since := time.Now().Unix() + 1
+		time.Sleep(time.Until(time.Unix(since, 0)))
+		_, err = agent.Exec("systemctl stop k3s-agent && rm /etc/rancher/node/password && systemctl start --no-block k3s-agent")
+		require.NoError(t, err)
+		rejected := "Node password rejected, duplicate hostname or contents of '/etc/rancher/node/password' may not match server node-passwd entry, try enabling a unique node name with the --with-node-id flag"
+		require.Eventually(t, func() bool {
+			journal, err := agent.Exec(fmt.Sprintf("journalctl -u k3s-agent --since @%d -o cat --no-pager", since))
+			return err == nil && strings.Contains(journal, rejected)
+		}, 20*time.Second, 200*time.Millisecond, "the agent logs the refusal")
+		assert.Equal(t, "ActiveState=activating SubState=start", unitState())
+		journal, err := agent.Exec(fmt.Sprintf("journalctl -u k3s-agent --since @%d -o cat --no-pager", since))
+		require.NoError(t, err)
+		assert.NotContains(t, journal, "joined", "--since: nothing from before")
+		assert.True(t, strings.HasPrefix(journal, "Stopped k3s-agent.service"), journal)
+
+		require.NoError(t, kc.CoreV1().Nodes().Delete(ctx, "node2", metav1.DeleteOptions{}))
+		require.Eventually(t, func() bool {
+			out, err := agent.Exec("systemctl is-active k3s-agent")
+			return err == nil && out == "active\n"
+		}, 30*time.Second, 200*time.Millisecond, "joins once the Node and its Secret are gone")
+		require.NoError(t, bed.WaitNodeReady(ctx, kc, "node2"))
+	})
+
 	t.Run("a server restarted with another token refuses to start, as k3s does", func(t *testing.T) {
 		writeConfig(server, "token: another-cluster-secret\n")
 		out, err := server.Exec("systemctl restart k3s")

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gitops-k3s-flux/k3s_flux/tests/bed"
 )
@@ -103,8 +104,25 @@ func TestStrictK3sJoin(t *testing.T) {
 		require.Error(t, r.err, r.output)
 		flat := strings.Join(strings.Fields(r.output), " ")
 		assert.Regexp(t, `fatal: \[node2\]: FAILED! => .*k3s-agent is crash-looping: k3s exited and systemd restarted it 3 times since this task started it \(enabled, activating \(auto-restart\)\); its journal ends: `, flat)
-		_, err = worker.Exec("rm /etc/rancher/k3s/registries.yaml")
+	})
+
+	// The worker re-installed (a Pi re-flashed): no k3s, and none of /etc/rancher, so k3s makes
+	// a new node password, which the server rejects while the Node node2 exists; k3s would
+	// retry for ever. The play fails the host saying which Node to delete; deleted (its
+	// password Secret goes with it), the same play converges.
+	t.Run("node password", func(t *testing.T) {
+		_, err := worker.Exec("/usr/local/bin/k3s-agent-uninstall.sh && rm -rf /etc/rancher/node")
 		require.NoError(t, err)
+		r := c.play(t, args...)
+		require.Error(t, r.err, r.output)
+		flat := strings.Join(strings.Fields(r.output), " ")
+		assert.Contains(t, flat, "k3s-agent cannot join (enabled, activating (start)): the server rejected this host's node password, so k3s would retry for ever. The cluster has a Node node2 that joined with another password")
+		assert.Contains(t, flat, "delete it (`kubectl delete node node2`: k3s deletes the Secret kube-system/node2.node-password.k3s with it)")
+		assert.Contains(t, flat, "its journal ends: ")
+		kc, _, err := b.Clients()
+		require.NoError(t, err)
+		ctx := context.Background()
+		require.NoError(t, kc.CoreV1().Nodes().Delete(ctx, "node2", metav1.DeleteOptions{}))
 		r = c.play(t, args...)
 		require.NoError(t, r.err, r.output)
 		assert.Contains(t, r.output, "node2 Ready")

@@ -26,7 +26,8 @@ func joinCluster(s settings) error {
 	if err != nil {
 		return err
 	}
-	return validateJoin(server, token)
+	_, err = validateJoin(server, token)
+	return err
 }
 
 // joinSettings are the server URL and the token, as k3s's CLI requires them.
@@ -52,22 +53,29 @@ func joinSettings(s settings) (server, token string, err error) {
 	return server, token, nil
 }
 
+// joined is a validated connection to a server: a client trusting its CA,
+// and the token's password.
+type joined struct {
+	server, password string
+	client           *http.Client
+}
+
 // validateJoin fetches the server's CA, checks it against the token and
 // authenticates with the token.
-func validateJoin(server, token string) error {
+func validateJoin(server, token string) (joined, error) {
 	insecure := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
 		TLSClientConfig: &tls.Config{ServerName: supervisorSNI, InsecureSkipVerify: true}, //nolint:gosec // as k3s: verified by the token's hash next
 	}}
 	resp, err := insecure.Get(server + "/cacerts")
 	if err != nil {
-		return fmt.Errorf("failed to get CA certs: %w", err)
+		return joined{}, fmt.Errorf("failed to get CA certs: %w", err)
 	}
 	caPEM, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	password := token
 	if hash, pass, full := parseFullToken(token); full {
 		if got := caHash(caPEM); got != hash {
-			return fmt.Errorf("token CA hash does not match the Cluster CA certificate hash: %s != %s", hash, got)
+			return joined{}, fmt.Errorf("token CA hash does not match the Cluster CA certificate hash: %s != %s", hash, got)
 		}
 		password = pass
 	}
@@ -80,13 +88,13 @@ func validateJoin(server, token string) error {
 	req.SetBasicAuth("node", password)
 	resp, err = trusted.Do(req)
 	if err != nil {
-		return fmt.Errorf("failed to validate connection to cluster at %s: %w", server, err)
+		return joined{}, fmt.Errorf("failed to validate connection to cluster at %s: %w", server, err)
 	}
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("failed to validate connection to cluster at %s: %s (wrong token?)", server, resp.Status)
+		return joined{}, fmt.Errorf("failed to validate connection to cluster at %s: %s (wrong token?)", server, resp.Status)
 	}
-	return nil
+	return joined{server: server, password: password, client: trusted}, nil
 }
 
 // runAgent joins, registers the Node and runs until stopped. Like k3s
@@ -99,9 +107,9 @@ func runAgent(s settings, bed bedInfo) error {
 	if err != nil {
 		return err
 	}
+	var j joined
 	for {
-		err := validateJoin(server, token)
-		if err == nil {
+		if j, err = validateJoin(server, token); err == nil {
 			break
 		}
 		fmt.Fprintf(os.Stderr, "time=%q level=error msg=%q\n", time.Now().Format(time.RFC3339), fmt.Sprintf("Failed to validate connection to cluster at %s: %v", server, err))
@@ -111,11 +119,27 @@ func runAgent(s settings, bed bedInfo) error {
 	if err != nil {
 		return err
 	}
+	// The kubelet's certificates, asked for with the node password
+	// (nodepassword.go): refused, k3s asks again every 5 s, for ever.
+	for {
+		if err = requestServingCert(j, name); err == nil {
+			break
+		}
+		fmt.Fprintf(os.Stderr, "time=%q level=info msg=%q\n", time.Now().Format(time.RFC3339), "Waiting to retrieve agent configuration; server is not ready: "+err.Error())
+		time.Sleep(nodePasswordRetry)
+	}
 	addr, err := nodeAddress(s)
 	if err != nil {
 		return err
 	}
 	if err := registerNode(s, bed, "agent", name, addr); err != nil {
+		return err
+	}
+	client, err := apiClient(bed)
+	if err != nil {
+		return err
+	}
+	if err := ownNodePassword(client, name); err != nil {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "k3s stand-in agent %s joined %s\n", name, s.str("server", os.Getenv("K3S_URL")))

@@ -371,7 +371,8 @@ users:
 
 // supervisorTLS serves the supervisor endpoints an agent joins through:
 // /cacerts (the CA, fetched before the agent trusts the server) and
-// /v1-k3s/join (200 with the right token, 401 otherwise).
+// /v1-k3s/join (200 with the right token, 401 otherwise) and
+// /v1-k3s/serving-kubelet.crt (the node password's check, nodepassword.go).
 func supervisorTLS(ca *pki.CA, token string, bed bedInfo) (*tls.Config, error) {
 	certPEM, keyPEM, err := ca.Issue(supervisorSNI, nil, []string{supervisorSNI}, nil)
 	if err != nil {
@@ -391,6 +392,7 @@ func supervisorTLS(ca *pki.CA, token string, bed bedInfo) (*tls.Config, error) {
 		}
 		_ = json.NewEncoder(w).Encode(map[string]string{"api_server": bed.APIServer})
 	})
+	mux.HandleFunc("/v1-k3s/serving-kubelet.crt", servingKubeletCert(token, bed))
 	supervisorHandler = mux
 	return &tls.Config{Certificates: []tls.Certificate{cert}}, nil
 }

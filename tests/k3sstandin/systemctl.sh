@@ -31,34 +31,47 @@ log="$STATE/$unit.log"
 alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null && ! grep -q '^State:.*Z' "/proc/$(cat "$1")/status" 2>/dev/null; }
 current() { if alive "$super" && [ -f "$state" ]; then cat "$state"; else echo "inactive dead"; fi; }
 
-# supervise runs as the unit's main loop until stopped (SIGTERM).
+# journal appends systemd's own line about the unit to its journal.
+journal() { echo "$(date +%s) $*" >>"$log"; }
+
+# supervise runs as the unit's main loop until stopped (SIGTERM). What k3s
+# writes goes to the journal a line at a time, each with the second it was
+# written (journalctl --since reads it); mawk reads its input a line at a
+# time only when interactive.
 supervise() {
   trap 'stopping=true; if alive "$main"; then kill "$(cat "$main")"; fi' TERM
   stopping=false
   echo 0 >"$restarts"
   while :; do
     echo "activating start" >"$state"
-    echo "--- start $(date -Is)" >>"$log"
+    journal "Starting $unit.service - Lightweight Kubernetes..."
     from=$(($(wc -l <"$log") + 1))
+    rm -f "$main"
     # shellcheck disable=SC2046
-    /usr/local/bin/k3s $(cat "$STATE/$unit.exec") >>"$log" 2>&1 </dev/null &
-    echo $! >"$main"
+    { /usr/local/bin/k3s $(cat "$STATE/$unit.exec") 2>&1 </dev/null & echo $! >"$main"; wait $!; } |
+      awk -W interactive '{ print systime() " " $0; fflush() }' >>"$log" &
+    pipeline=$!
+    while [ ! -s "$main" ]; do sleep 0.05; done
     ready=false
     while alive "$main"; do
       if [ "$ready" = false ] && tail -n +"$from" "$log" | grep -q "k3s stand-in .* \(running\|joined\)"; then
         echo "active running" >"$state"; ready=true
+        journal "Started $unit.service - Lightweight Kubernetes."
       fi
       sleep 0.1
     done
-    wait "$(cat "$main")" 2>/dev/null
+    wait "$pipeline" 2>/dev/null
     if [ "$stopping" = true ]; then break; fi
     # Restart=always, RestartSec=5s.
+    journal "$unit.service: Main process exited, code=exited, status=1/FAILURE"
     echo "activating auto-restart" >"$state"
     echo $(($(cat "$restarts") + 1)) >"$restarts"
     sleep 5 &
     wait $! 2>/dev/null
     if [ "$stopping" = true ]; then break; fi
+    journal "$unit.service: Scheduled restart job, restart counter is at $(cat "$restarts")."
   done
+  journal "Stopped $unit.service - Lightweight Kubernetes."
   echo "inactive dead" >"$state"
   rm -f "$main"
 }
@@ -109,7 +122,7 @@ case "$verb" in
     s="$(current)"
     echo "● $unit.service - Lightweight Kubernetes (test bed stand-in)"
     echo "     Active: ${s%% *} (${s#* })"
-    tail -n 10 "$log" 2>/dev/null
+    tail -n 10 "$log" 2>/dev/null | cut -d' ' -f2-
     [ "${s%% *}" = active ] || exit 3 ;;
   enable) [ -f "$STATE/$unit.exec" ] || { echo "Failed to enable unit: Unit file $unit.service does not exist." >&2; exit 1; }; touch "$STATE/$unit.enabled" ;;
   disable) rm -f "$STATE/$unit.enabled" ;;
