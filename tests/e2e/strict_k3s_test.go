@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -32,8 +33,27 @@ func TestStrictK3sJoin(t *testing.T) {
 	dir := t.TempDir()
 	const waitTimeout = 30
 	server, worker := b.Hosts.Host("node1"), b.Hosts.Host("node2")
-	args := clusterPlayArgs(t, c, b, dir, map[string]any{"k8s_cluster_api_endpoint": server.Addr,
+	// The API endpoint is a DNS name, as a homelab's would be: the controller and the worker
+	// resolve it through /etc/hosts (the controller's a private one, see play below), and the
+	// role puts it into the server's certificate.
+	const endpoint = "k3s-api.home.arpa"
+	hosts := filepath.Join(dir, "hosts")
+	require.NoError(t, os.WriteFile(hosts, []byte("127.0.0.1 localhost\n"+server.Addr+" "+endpoint+"\n"), 0o644))
+	_, err := worker.Exec("echo '" + server.Addr + " " + endpoint + "' >>/etc/hosts")
+	require.NoError(t, err)
+	args := clusterPlayArgs(t, c, b, dir, map[string]any{"k8s_cluster_api_endpoint": endpoint,
 		"ansible_python_interpreter": "/usr/bin/python3", "k8s_cluster_wait_timeout": waitTimeout})
+	// play runs ansible-playbook in a mount namespace of its own whose /etc/hosts names the
+	// endpoint (the machine's stays as it is), within ctx.
+	play := func(ctx context.Context, args ...string) playResult {
+		cmd := exec.CommandContext(ctx, "unshare", append([]string{"--mount", "sh", "-c", `mount --bind "$0" /etc/hosts && exec ansible-playbook "$@"`, hosts}, args...)...)
+		cmd.Env = c.env(t)
+		start := time.Now()
+		out, err := cmd.CombinedOutput()
+		r := parseRecap(playResult{output: string(out), err: err, duration: time.Since(start), recap: map[string]map[string]int{}})
+		noteFailure(t, r)
+		return r
+	}
 	route := func(verb string) {
 		out, err := exec.Command("ip", "-n", worker.NetNS, "route", verb, "unreachable", server.Addr+"/32").CombinedOutput()
 		require.NoError(t, err, string(out))
@@ -45,7 +65,7 @@ func TestStrictK3sJoin(t *testing.T) {
 		// As a re-flashed Pi would be: its new name in its own /etc/hosts (else sudo waits on DNS).
 		_, err := worker.Exec("cp /etc/hosts /tmp/hosts.orig && echo '127.0.1.1 node1' >>/etc/hosts && hostname node1")
 		require.NoError(t, err)
-		r := c.play(t, args...)
+		r := play(context.Background(), args...)
 		_, restore := worker.Exec("cat /tmp/hosts.orig >/etc/hosts && hostname node2") // /etc/hosts is a bind mount: rewritten, not replaced
 		require.NoError(t, restore)
 		require.Error(t, r.err, r.output)
@@ -65,21 +85,16 @@ func TestStrictK3sJoin(t *testing.T) {
 		// A shorter wait than the crash loop below needs (3 restarts, 5 s apart): the play ends
 		// within it plus a minute.
 		const unjoinableWait = 15
-		cmd := exec.CommandContext(ctx, "ansible-playbook", append(args, "-e", fmt.Sprintf("k8s_cluster_wait_timeout=%d", unjoinableWait))...)
-		cmd.Env = c.env(t)
-		start := time.Now()
-		raw, err := cmd.CombinedOutput()
-		output := string(raw)
+		r := play(ctx, append(args, "-e", fmt.Sprintf("k8s_cluster_wait_timeout=%d", unjoinableWait))...)
+		output := r.output
 		require.NoError(t, ctx.Err(), "the play hung:\n%s", output)
-		require.Error(t, err, output)
-		took := time.Since(start)
-		t.Logf("the play ended after %s", took.Round(100*time.Millisecond))
-		assert.Less(t, took, (unjoinableWait+60)*time.Second, "within the wait plus a minute")
-		r := parseRecap(playResult{output: output, recap: map[string]map[string]int{}})
+		require.Error(t, r.err, output)
+		t.Logf("the play ended after %s", r.duration.Round(100*time.Millisecond))
+		assert.Less(t, r.duration, (unjoinableWait+60)*time.Second, "within the wait plus a minute")
 		assert.Equal(t, 1, r.recap["node2"]["failed"], output)
 		assert.Equal(t, 0, r.recap["node1"]["failed"], output)
 		flat := strings.Join(strings.Fields(output), " ")
-		assert.Regexp(t, `fatal: \[node2\]: FAILED! => .*k3s-agent did not report ready within `+strconv.Itoa(unjoinableWait)+`s: enabled, activating \(start\), restarted 0 times since this task started it; its journal ends: .*Failed to validate connection to cluster at https://`+strings.ReplaceAll(server.Addr, ".", `\.`)+`:6443`, flat)
+		assert.Regexp(t, `fatal: \[node2\]: FAILED! => .*k3s-agent did not report ready within `+strconv.Itoa(unjoinableWait)+`s: enabled, activating \(start\), restarted 0 times since this task started it; its journal ends: .*Failed to validate connection to cluster at https://`+strings.ReplaceAll(endpoint, ".", `\.`)+`:6443`, flat)
 		state, err := worker.Exec("systemctl show --property=ActiveState,SubState k3s-agent")
 		require.NoError(t, err)
 		assert.Equal(t, "ActiveState=activating\nSubState=start\n", state, "still trying to join, as k3s would")
@@ -87,12 +102,21 @@ func TestStrictK3sJoin(t *testing.T) {
 
 	t.Run("way open again", func(t *testing.T) { // (idempotence is every other play test's)
 		route("del")
-		r := c.play(t, args...)
+		r := play(context.Background(), args...)
 		require.NoError(t, r.err, r.output)
 		assert.Contains(t, r.output, "node2 Ready")
 		config, err := server.Exec("cat /etc/rancher/k3s/config.yaml")
 		require.NoError(t, err)
-		assert.Regexp(t, `(?m)^tls-san:\n  - "?`+strings.ReplaceAll(server.Addr, ".", `\.`)+`"?$`, config, "the API endpoint is in the server's certificate")
+		assert.Regexp(t, `(?m)^tls-san:\n  - "?`+strings.ReplaceAll(endpoint, ".", `\.`)+`"?$`, config, "the API endpoint is in the server's certificate")
+		// The controller reached the API by that name, verifying its certificate: the play's
+		// node list came through the kubeconfig it wrote.
+		kubeconfig, err := os.ReadFile(filepath.Join(dir, "kubeconfig"))
+		require.NoError(t, err)
+		assert.Contains(t, string(kubeconfig), "server: https://"+endpoint+":6443")
+		assert.NotContains(t, string(kubeconfig), "insecure-skip-tls-verify")
+		agentConfig, err := worker.Exec("grep '^server:' /etc/rancher/k3s/config.yaml")
+		require.NoError(t, err)
+		assert.Contains(t, agentConfig, endpoint, "the agent joined by the name")
 	})
 
 	// A hand-edited registries.yaml that does not parse: k3s exits at start, and systemd
@@ -100,7 +124,7 @@ func TestStrictK3sJoin(t *testing.T) {
 	t.Run("crash loop", func(t *testing.T) {
 		_, err := worker.Exec("systemctl stop k3s-agent && echo 'mirrors: [' >/etc/rancher/k3s/registries.yaml")
 		require.NoError(t, err)
-		r := c.play(t, args...)
+		r := play(context.Background(), args...)
 		require.Error(t, r.err, r.output)
 		flat := strings.Join(strings.Fields(r.output), " ")
 		assert.Regexp(t, `fatal: \[node2\]: FAILED! => .*k3s-agent is crash-looping: k3s exited and systemd restarted it 3 times since this task started it \(enabled, activating \(auto-restart\)\); its journal ends: `, flat)
@@ -113,7 +137,7 @@ func TestStrictK3sJoin(t *testing.T) {
 	t.Run("node password", func(t *testing.T) {
 		_, err := worker.Exec("/usr/local/bin/k3s-agent-uninstall.sh && rm -rf /etc/rancher/node")
 		require.NoError(t, err)
-		r := c.play(t, args...)
+		r := play(context.Background(), args...)
 		require.Error(t, r.err, r.output)
 		flat := strings.Join(strings.Fields(r.output), " ")
 		assert.Contains(t, flat, "k3s-agent cannot join (enabled, activating (start)): the server rejected this host's node password, so k3s would retry for ever. The cluster has a Node node2 that joined with another password")
@@ -123,7 +147,7 @@ func TestStrictK3sJoin(t *testing.T) {
 		require.NoError(t, err)
 		ctx := context.Background()
 		require.NoError(t, kc.CoreV1().Nodes().Delete(ctx, "node2", metav1.DeleteOptions{}))
-		r = c.play(t, args...)
+		r = play(context.Background(), args...)
 		require.NoError(t, r.err, r.output)
 		assert.Contains(t, r.output, "node2 Ready")
 	})
@@ -133,7 +157,7 @@ func TestStrictK3sJoin(t *testing.T) {
 	t.Run("bind-address", func(t *testing.T) {
 		bindVars := filepath.Join(dir, "bind.json")
 		writeJSON(t, bindVars, map[string]any{"k8s_cluster_server_config": map[string]any{"bind-address": server.Addr}})
-		r := c.play(t, append(args, "-e", "@"+bindVars)...)
+		r := play(context.Background(), append(args, "-e", "@"+bindVars)...)
 		require.NoError(t, r.err, r.output)
 		assert.Equal(t, 1, r.changed()["node1"], r.output)
 		kubeconfig, err := server.Exec("grep 'server:' /etc/rancher/k3s/k3s.yaml")
@@ -148,7 +172,7 @@ func TestStrictK3sJoin(t *testing.T) {
 	t.Run("token changed", func(t *testing.T) {
 		before, err := server.Exec("sha256sum /etc/rancher/k3s/config.yaml")
 		require.NoError(t, err)
-		r := c.play(t, append(args, "-e", "k8s_cluster_token=another-cluster-secret-61f0")...)
+		r := play(context.Background(), append(args, "-e", "k8s_cluster_token=another-cluster-secret-61f0")...)
 		require.Error(t, r.err, r.output)
 		flat := strings.Join(strings.Fields(r.output), " ")
 		assert.Contains(t, flat, "k3s_config.token is another secret than the one this server's datastore was bootstrapped with (/var/lib/rancher/k3s/server/token)")
