@@ -82,6 +82,15 @@ func TestK3sStandIn(t *testing.T) {
 			_, err = client.CoreV1().Nodes().Get(ctx, "node1", metav1.GetOptions{})
 			assert.NoError(t, err, endpoint)
 		}
+		// A name that is not in tls-san is refused, as k3s's certificate holds only the names it is given.
+		cfg, err := clientcmd.RESTConfigFromKubeConfig([]byte(strings.Replace(kubeconfig, "https://127.0.0.1:6443", "https://"+server.Addr+":6443", 1)))
+		require.NoError(t, err)
+		cfg.TLSClientConfig.ServerName = "k3s-api.home.arpa"
+		client, err := kubernetes.NewForConfig(cfg)
+		require.NoError(t, err)
+		_, err = client.CoreV1().Nodes().Get(ctx, "node1", metav1.GetOptions{})
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "certificate is valid for", "refused for want of the name")
 		code, err := server.Exec("curl -s -o /dev/null -w '%{http_code}' --cacert /var/lib/rancher/k3s/server/tls/server-ca.crt https://127.0.0.1:6443/version")
 		require.NoError(t, err)
 		assert.Equal(t, "200", code, "the API server answers on 127.0.0.1:6443 inside the host, TLS verified")
