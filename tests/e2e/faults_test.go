@@ -19,6 +19,9 @@ import (
 // (SSH keepalives, not TCP's ~15 minutes), node1 and node2 complete and are Ready; with the link
 // back, the same play converges with no manual step.
 func TestNodeLostMidPlay(t *testing.T) {
+	// Mostly waiting (SSH keepalives, k3s's retries and restarts): run beside the other
+	// waiting test, TestNodeLostMidPlay or TestStrictK3sJoin, once the others are done.
+	t.Parallel()
 	c := installCollection(t)
 	b := bed.Start(t, bed.Options{Name: "k3sfl", Subnet: "10.213.9", Controllers: 1, Workers: 2})
 	dir := t.TempDir()

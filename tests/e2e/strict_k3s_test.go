@@ -28,6 +28,9 @@ import (
 // converges. (Short subtest names: the SSH control sockets live under their
 // temporary directories.)
 func TestStrictK3sJoin(t *testing.T) {
+	// Mostly waiting (SSH keepalives, k3s's retries and restarts): run beside the other
+	// waiting test, TestNodeLostMidPlay or TestStrictK3sJoin, once the others are done.
+	t.Parallel()
 	c := installCollection(t)
 	b := bed.Start(t, bed.Options{Name: "k3sfj", Subnet: "10.213.13", Controllers: 1, Workers: 1})
 	dir := t.TempDir()
