@@ -4,10 +4,13 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"strings"
+	"syscall"
 
 	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible"
 	"github.com/gitops-k3s-flux/k3s_flux/internal/k3snode"
+	"github.com/gitops-k3s-flux/k3s_flux/internal/preflight"
 )
 
 var module = &ansible.Module{
@@ -35,6 +38,20 @@ var module = &ansible.Module{
 				Description: []string{"k3s's data directory (k3s C(data-dir))."}},
 			{Name: "kubeconfig_path", Type: ansible.TypePath, Default: k3snode.DefaultPaths.Kubeconfig,
 				Description: []string{"The admin kubeconfig a server writes (k3s C(write-kubeconfig))."}},
+			{Name: "preflight", Type: ansible.TypeDict,
+				Description: []string{
+					"Check, changing nothing, that the host is ready for k3s as this role: the memory cgroup controller (cgroup v2 or v1); the kernel modules C(overlay), C(br_netfilter) and, for flannel's vxlan backend, C(vxlan), each loaded, built in or loadable; swap (a warning); the tools k3s's install script needs (systemd or OpenRC, curl or wget unless airgap, sha256sum); free space under C(data_dir) (an error under 1 GiB, a warning under 4 GiB); the ports k3s listens on (the API port and 10250, and 2379-2380 with embedded etcd) not taken by another process.",
+					"Each finding names what was seen and the fix (for a Raspberry Pi, the C(cmdline.txt) to edit and the words to add). Returned as C(preflight). Not set: no check.",
+				},
+				Options: []ansible.Option{
+					{Name: "mode", Default: "strict", Choices: []any{"strict", "warn"},
+						Description: []string{"C(strict) fails the task on any error finding, listing them all; C(warn) reports every finding as a warning."}},
+					{Name: "role", Required: true, Choices: []any{"server", "agent"}, Description: []string{"What k3s will run as on the host."}},
+					{Name: "etcd", Type: ansible.TypeBool, Default: false, Description: []string{"A server with embedded etcd: its ports 2379 and 2380 are checked too."}},
+					{Name: "flannel_backend", Default: "vxlan", Description: []string{"k3s's C(flannel-backend): C(vxlan) needs the C(vxlan) module."}},
+					{Name: "install_source", Default: "script", Choices: []any{"script", "airgap"}, Description: []string{"How k3s is installed: C(airgap) needs no download tool."}},
+					{Name: "api_port", Type: ansible.TypeInt, Default: 6443, Positive: true, Description: []string{"k3s's C(https-listen-port), checked on a server."}},
+				}},
 		},
 	},
 	Examples: `
@@ -54,14 +71,26 @@ var module = &ansible.Module{
 				"k3s-agent": map[string]any{"loaded": false, "enabled": false, "active": false, "active_state": "inactive", "sub_state": "dead", "restarts": 0}}},
 		{Name: "token", Description: []string{"The node token. A secret."}, Returned: "when return_token is true", Type: "str", Sample: "K10<sha256>::server:<secret>"},
 		{Name: "kubeconfig", Description: []string{"The admin kubeconfig's content. A secret."}, Returned: "when return_kubeconfig is true", Type: "str", Sample: "apiVersion: v1\nclusters: ..."},
+		{Name: "preflight", Description: []string{"What the host lacks for k3s: each finding's C(check), C(severity) (C(error): k3s would not work; C(warning)), what was C(seen) and the C(fix). Empty when the host is ready."}, Returned: "when preflight is set", Type: "list",
+			Sample: []any{map[string]any{"check": "memory cgroup", "severity": "error", "seen": "cgroup v2 without the memory controller (/sys/fs/cgroup/cgroup.controllers: cpuset cpu io pids)", "fix": "add \"cgroup_memory=1 cgroup_enable=memory\" at the end of the single line in /boot/firmware/cmdline.txt, then reboot"}}},
 	},
 }
 
 type args struct {
-	ReturnToken      bool   `json:"return_token"`
-	ReturnKubeconfig bool   `json:"return_kubeconfig"`
-	DataDir          string `json:"data_dir"`
-	KubeconfigPath   string `json:"kubeconfig_path"`
+	ReturnToken      bool           `json:"return_token"`
+	ReturnKubeconfig bool           `json:"return_kubeconfig"`
+	DataDir          string         `json:"data_dir"`
+	KubeconfigPath   string         `json:"kubeconfig_path"`
+	Preflight        *preflightArgs `json:"preflight"`
+}
+
+type preflightArgs struct {
+	Mode           string `json:"mode"`
+	Role           string `json:"role"`
+	Etcd           bool   `json:"etcd"`
+	FlannelBackend string `json:"flannel_backend"`
+	InstallSource  string `json:"install_source"`
+	APIPort        int    `json:"api_port"`
 }
 
 func run(ctx context.Context, req *ansible.Request, sys k3snode.System, where k3snode.Paths) (*ansible.Result, error) {
@@ -108,5 +137,52 @@ func run(ctx context.Context, req *ansible.Request, sys k3snode.System, where k3
 	if a.ReturnKubeconfig {
 		res.Set("kubeconfig", kubeconfig)
 	}
+	if a.Preflight != nil {
+		return res, checkReady(req, res, *a.Preflight, a.DataDir)
+	}
 	return res, nil
+}
+
+// host is the node as the preflight checks read it.
+var host = preflight.Host{Root: "/", LookPath: exec.LookPath, FreeDisk: freeDisk, Release: kernelRelease()}
+
+// checkReady runs the preflight checks, sets their findings and, in strict
+// mode, fails on an error finding, naming each.
+func checkReady(req *ansible.Request, res *ansible.Result, p preflightArgs, dataDir string) error {
+	findings := preflight.Check(host, preflight.Want{Role: p.Role, Etcd: p.Etcd, FlannelBackend: p.FlannelBackend,
+		InstallSource: p.InstallSource, DataDir: dataDir, APIPort: p.APIPort})
+	if findings == nil {
+		findings = []preflight.Finding{}
+	}
+	res.Set("preflight", findings)
+	var errs []string
+	for _, f := range findings {
+		text := fmt.Sprintf("%s: %s. Fix: %s", f.Check, f.Seen, f.Fix)
+		if f.Severity == preflight.Error && p.Mode == "strict" {
+			errs = append(errs, text)
+			continue
+		}
+		req.Warn("not ready for k3s (%s): %s", f.Severity, text)
+	}
+	if len(errs) > 0 {
+		article := map[string]string{"server": "a", "agent": "an"}[p.Role]
+		return fmt.Errorf("this host is not ready for k3s as %s %s (nothing was changed): %s", article, p.Role, strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+func freeDisk(path string) (uint64, error) {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(path, &st); err != nil {
+		return 0, err
+	}
+	return st.Bavail * uint64(st.Bsize), nil
+}
+
+func kernelRelease() string {
+	raw, err := os.ReadFile("/proc/sys/kernel/osrelease")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(raw))
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible"
 	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible/ansibletest"
 	"github.com/gitops-k3s-flux/k3s_flux/internal/k3snode"
+	"github.com/gitops-k3s-flux/k3s_flux/internal/preflight"
 )
 
 const testToken = "K10cafe::server:node-token-secret-4242"
@@ -90,4 +91,52 @@ func TestInfo(t *testing.T) {
 
 func TestSidecarDocs(t *testing.T) {
 	ansibletest.CheckSidecar(t, module)
+}
+
+// Preflight: strict fails naming every error finding and its fix, warn
+// reports them all as warnings; without the option nothing is checked.
+func TestPreflight(t *testing.T) {
+	root := t.TempDir()
+	for name, content := range map[string]string{
+		"sys/fs/cgroup/cgroup.controllers": "cpuset cpu io pids\n",
+		"boot/firmware/cmdline.txt":        "console=serial0,115200 root=PARTUUID=1 rootwait\n",
+		"proc/modules":                     "overlay 1 0 - Live 0x0\nbr_netfilter 1 0 - Live 0x0\nvxlan 1 0 - Live 0x0\n",
+		"proc/swaps":                       "Filename\tType\tSize\tUsed\tPriority\n/var/swap\tfile\t102396\t0\t-2\n",
+	} {
+		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(root, name)), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(root, name), []byte(content), 0o644))
+	}
+	saved := host
+	t.Cleanup(func() { host = saved })
+	host = preflight.Host{Root: root, Release: "6.6.31",
+		LookPath: func(name string) (string, error) { return "/usr/bin/" + name, nil },
+		FreeDisk: func(string) (uint64, error) { return 20 << 30, nil }}
+	dir := t.TempDir()
+	where := k3snode.Paths{BinDir: dir, DataDir: filepath.Join(dir, "data"), Kubeconfig: filepath.Join(dir, "k3s.yaml"), NodeID: filepath.Join(dir, "id")}
+	runInfo := func(args map[string]any) (map[string]any, int) {
+		res, code, _ := ansibletest.Run(t, module, func(ctx context.Context, req *ansible.Request) (*ansible.Result, error) {
+			return run(ctx, req, &fakeServer{}, where)
+		}, args)
+		return res, code
+	}
+
+	res, code := runInfo(map[string]any{"preflight": map[string]any{"role": "agent"}, "_ansible_check_mode": true})
+	assert.Equal(t, 1, code)
+	assert.Equal(t, `this host is not ready for k3s as an agent (nothing was changed): memory cgroup: cgroup v2 without the memory controller (/sys/fs/cgroup/cgroup.controllers: cpuset cpu io pids). Fix: add "cgroup_memory=1 cgroup_enable=memory" at the end of the single line in /boot/firmware/cmdline.txt, then reboot`, res["msg"])
+	assert.Len(t, res["preflight"], 2, "both findings returned")
+	assert.Contains(t, res["warnings"], "not ready for k3s (warning): swap: swap is on: /var/swap. Fix: k3s runs with it, but memory limits do not count swap: swapoff -a and remove it from /etc/fstab (on Pi OS: dphys-swapfile swapoff, systemctl disable dphys-swapfile)")
+
+	res, code = runInfo(map[string]any{"preflight": map[string]any{"role": "server", "mode": "warn"}})
+	require.Equal(t, 0, code, res["msg"])
+	assert.Len(t, res["warnings"], 2)
+	assert.Contains(t, res["warnings"].([]any)[0], "not ready for k3s (error): memory cgroup")
+
+	res, code = runInfo(map[string]any{})
+	require.Equal(t, 0, code, res["msg"])
+	assert.NotContains(t, res, "preflight")
+
+	res, code = runInfo(map[string]any{"preflight": map[string]any{"role": "worker"}})
+	assert.Equal(t, 1, code)
+	assert.Contains(t, res["msg"], "preflight")
+	assert.Contains(t, res["msg"], "role")
 }

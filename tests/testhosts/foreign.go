@@ -98,6 +98,7 @@ func (b *Bed) startForeignHost(h *Host, index int, arch string) error {
 	// stand-in finds the bed's API server and CA there, as on the others.
 	script := fmt.Sprintf(`set -e
 mount -t proc proc %[1]s/proc
+mount --rbind /sys %[1]s/sys
 mount --rbind /dev %[1]s/dev
 mount -t tmpfs -o mode=0755 tmpfs %[1]s/run
 mkdir -p %[1]s/run/sshd %[1]s%[4]s

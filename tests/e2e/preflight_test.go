@@ -1,0 +1,106 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"fmt"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gitops-k3s-flux/k3s_flux/tests/bed"
+)
+
+// TestPreflightFindingsChangeNothing: hosts made to show what stops k3s on
+// a homelab's machines (docs/testing.md): a Raspberry Pi OS whose kernel
+// runs without the memory cgroup, a kernel without vxlan, swap on, and the
+// API port taken by another program. The play (and its --check) stops
+// before anything changes, naming each host, what was seen and the fix.
+// Every other play test runs the same checks, strict, on hosts that pass.
+func TestPreflightFindingsChangeNothing(t *testing.T) {
+	// Short, and mostly SSH: beside the other waiting tests.
+	t.Parallel()
+	c := installCollection(t)
+	b := bed.Start(t, bed.Options{Name: "k3sfc", Subnet: "10.213.14", Controllers: 1, Workers: 1})
+	server, worker := b.Hosts.Host("node1"), b.Hosts.Host("node2")
+	args := clusterPlayArgs(t, c, b, t.TempDir(), map[string]any{"ansible_python_interpreter": "/usr/bin/python3"})
+
+	// In each host's own mount namespace (the machine's files stay as they are): the worker is a
+	// Pi OS Bookworm without the memory cgroup (cgroup v1 with memory disabled, as /proc/cgroups
+	// says, and /boot/firmware/cmdline.txt), with swap, and a kernel whose vxlan is absent (an
+	// empty /sys/module: overlay and br_netfilter still show by what they provide).
+	_, err := worker.Exec(`set -e
+		mount -t tmpfs tmpfs /boot && mkdir /boot/firmware
+		echo 'console=serial0,115200 console=tty1 root=PARTUUID=4e639091-02 rootfstype=ext4 fsck.repair=yes rootwait' >/boot/firmware/cmdline.txt
+		printf '#subsys_name\thierarchy\tnum_cgroups\tenabled\ncpu\t1\t1\t1\nmemory\t0\t1\t0\n' >/tmp/cgroups && mount --bind /tmp/cgroups /proc/cgroups
+		printf 'Filename\tType\tSize\tUsed\tPriority\n/var/swap\tfile\t102396\t0\t-2\n' >/tmp/swaps && mount --bind /tmp/swaps /proc/swaps
+		mount -t tmpfs tmpfs /sys/module
+		if [ -e /sys/fs/cgroup/cgroup.controllers ]; then printf 'cpuset cpu io pids\n' >/tmp/controllers && mount --bind /tmp/controllers /sys/fs/cgroup/cgroup.controllers; fi`)
+	require.NoError(t, err)
+	// The server's API port held by another program (in its network namespace).
+	holder := exec.Command("nsenter", "--net=/run/netns/"+server.NetNS, "/usr/bin/python3", "-c",
+		"import socket, sys, time\ns = socket.socket()\ns.bind((sys.argv[1], 6443))\ns.listen()\ntime.sleep(3600)", server.Addr)
+	var holderOut strings.Builder
+	holder.Stdout, holder.Stderr = &holderOut, &holderOut
+	require.NoError(t, holder.Start())
+	t.Cleanup(func() { _ = holder.Process.Kill(); _ = holder.Wait() })
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		tcp, _ := server.Exec("cat /proc/net/tcp")
+		if strings.Contains(tcp, ":192B 00000000:0000 0A") {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "port 6443 never taken: %s\n%s", holderOut.String(), tcp)
+	}
+
+	untouched := func() {
+		t.Helper()
+		for _, h := range []string{"node1", "node2"} {
+			_, err := b.Hosts.Host(h).Exec("test ! -e /usr/local/bin/k3s && test ! -e /etc/rancher/k3s")
+			assert.NoError(t, err, "%s untouched", h)
+		}
+	}
+	for _, mode := range []string{"--check", "run"} {
+		t.Run(mode, func(t *testing.T) {
+			playArgs := args
+			if mode == "--check" {
+				playArgs = append(append([]string{}, args...), "--check", "--diff")
+			}
+			r := c.play(t, playArgs...)
+			require.Error(t, r.err, r.output)
+			flat := strings.Join(strings.Fields(r.output), " ")
+			assert.Regexp(t, `fatal: \[node2\]: FAILED! => .*this host is not ready for k3s as an agent \(nothing was changed\): memory cgroup: cgroup v1 with the memory controller disabled \(/proc/cgroups\)\. Fix: add \\"cgroup_memory=1 cgroup_enable=memory\\" at the end of the single line in /boot/firmware/cmdline\.txt, then reboot; kernel module vxlan: vxlan is neither loaded, built in, nor in /lib/modules/`, flat)
+			assert.Contains(t, flat, "not ready for k3s (warning): swap: swap is on: /var/swap.")
+			assert.Regexp(t, `fatal: \[node1\]: FAILED! => .*this host is not ready for k3s as a server \(nothing was changed\): port 6443: TCP port 6443 is taken by python3 \(pid \d+\)\. Fix: stop or move what listens there`, flat)
+			assert.NotContains(t, r.output, "TASK [gitops.k3s_flux.k8s_cluster : Configure k3s", "stopped before any node task")
+			untouched()
+		})
+	}
+	t.Logf("%s", preflightCost(t, worker))
+}
+
+// preflightCost runs the node's k3s_node_info binary (left there by the
+// plays) with and without preflight, for the note: what the checks add to
+// a re-run.
+func preflightCost(t *testing.T, h interface{ Exec(string) (string, error) }) string {
+	t.Helper()
+	bin, err := h.Exec("ls -d /var/lib/gitops.k3s_flux/bin/*k3s_node_info* 2>/dev/null | head -n 1")
+	if err != nil || strings.TrimSpace(bin) == "" {
+		return "preflight cost: no k3s_node_info binary kept on the node (kept only with pipelining)"
+	}
+	timeIt := func(args string) time.Duration {
+		_, err := h.Exec(fmt.Sprintf("echo '%s' >/tmp/args.json", args))
+		require.NoError(t, err)
+		start := time.Now()
+		for range 10 {
+			_, _ = h.Exec(strings.TrimSpace(bin) + " /tmp/args.json >/dev/null")
+		}
+		return time.Since(start) / 10
+	}
+	without := timeIt(`{}`)
+	with := timeIt(`{"preflight": {"role": "agent", "mode": "warn"}}`)
+	return fmt.Sprintf("k3s_node_info on the node: %s without preflight, %s with it (each with nsenter and a shell)", without.Round(time.Millisecond), with.Round(time.Millisecond))
+}
