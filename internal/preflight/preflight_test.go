@@ -65,7 +65,6 @@ func listen(t *testing.T, root string, port, pid int, comm, inode string) {
 
 func hex4(n int) string { return fmt.Sprintf("%04X", n) }
 
-
 var server = Want{Role: "server", Etcd: true, InstallSource: "script", DataDir: "/var/lib/rancher/k3s", APIPort: 6443}
 
 func checks(fs []Finding) []string {
@@ -148,6 +147,14 @@ func TestCheck(t *testing.T) {
 			listen(t, root, 10250, 901, "k3s-server", "5002")
 			listen(t, root, 2379, 902, "k3s", "5003")
 		}},
+		{name: "a holder that cannot be read while k3s runs: k3s's", want: Want{Role: "agent", K3sRunning: true, DataDir: "/var/lib/rancher/k3s"}, setup: func(t *testing.T, h *Host, root string) {
+			listen(t, root, 10250, 901, "k3s", "7001")
+			require.NoError(t, os.RemoveAll(filepath.Join(root, "proc", "901")))
+		}},
+		{name: "a holder that cannot be read, k3s not running", want: Want{Role: "agent", DataDir: "/var/lib/rancher/k3s"}, setup: func(t *testing.T, h *Host, root string) {
+			listen(t, root, 10250, 901, "kubelet", "7001")
+			require.NoError(t, os.RemoveAll(filepath.Join(root, "proc", "901")))
+		}, expect: []string{"error: port 10250"}, fix: "ss -ltnp"},
 		{name: "etcd's ports matter only with etcd", want: Want{Role: "server", DataDir: "/var/lib/rancher/k3s"}, setup: func(t *testing.T, h *Host, root string) {
 			listen(t, root, 2379, 777, "etcd", "6001")
 		}},

@@ -102,12 +102,14 @@ func run(ctx context.Context, req *ansible.Request, sys k3snode.System, where k3
 	res := &ansible.Result{}
 	res.Set("version", k3snode.Version(ctx, sys, where))
 	units := map[string]any{}
+	k3sRunning := false
 	for _, name := range k3snode.Units {
 		u, err := k3snode.Unit(ctx, sys, name)
 		if err != nil {
 			return res, err
 		}
 		units[name] = u
+		k3sRunning = k3sRunning || u.Active
 	}
 	res.Set("units", units)
 	// k3s's node name when the config sets no node-name.
@@ -138,7 +140,7 @@ func run(ctx context.Context, req *ansible.Request, sys k3snode.System, where k3
 		res.Set("kubeconfig", kubeconfig)
 	}
 	if a.Preflight != nil {
-		return res, checkReady(req, res, *a.Preflight, a.DataDir)
+		return res, checkReady(req, res, *a.Preflight, a.DataDir, k3sRunning)
 	}
 	return res, nil
 }
@@ -148,9 +150,9 @@ var host = preflight.Host{Root: "/", LookPath: exec.LookPath, FreeDisk: freeDisk
 
 // checkReady runs the preflight checks, sets their findings and, in strict
 // mode, fails on an error finding, naming each.
-func checkReady(req *ansible.Request, res *ansible.Result, p preflightArgs, dataDir string) error {
+func checkReady(req *ansible.Request, res *ansible.Result, p preflightArgs, dataDir string, k3sRunning bool) error {
 	findings := preflight.Check(host, preflight.Want{Role: p.Role, Etcd: p.Etcd, FlannelBackend: p.FlannelBackend,
-		InstallSource: p.InstallSource, DataDir: dataDir, APIPort: p.APIPort})
+		InstallSource: p.InstallSource, DataDir: dataDir, APIPort: p.APIPort, K3sRunning: k3sRunning})
 	if findings == nil {
 		findings = []preflight.Finding{}
 	}
