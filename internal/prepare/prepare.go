@@ -1,0 +1,54 @@
+// Package prepare plans what makes a host ready for k3s where preflight
+// found it was not (issue 30, item 2; work in progress, not used yet): the
+// cgroup words on a Raspberry Pi's kernel command line, the kernel modules
+// loaded at boot. Pure: the node module reads the files, asks for a plan,
+// and writes it.
+package prepare
+
+import (
+	"slices"
+	"strings"
+)
+
+// CgroupWords are what a Raspberry Pi's kernel needs for the memory
+// cgroup controller (k3s's install script names them).
+var CgroupWords = []string{"cgroup_memory=1", "cgroup_enable=memory"}
+
+// CmdlineFiles are where a Pi keeps its kernel command line, in the order
+// to look: /boot/firmware since Pi OS Bookworm and on Ubuntu, /boot before.
+var CmdlineFiles = []string{"/boot/firmware/cmdline.txt", "/boot/cmdline.txt"}
+
+// Cmdline returns content with each of words that its first line lacks
+// added at the end of that line (cmdline.txt is one line; the firmware
+// ignores the rest), and whether anything was added.
+func Cmdline(content string, words []string) (string, bool) {
+	first, rest, hasRest := strings.Cut(content, "\n")
+	have := strings.Fields(first)
+	var add []string
+	for _, w := range words {
+		if !slices.Contains(have, w) && !slices.Contains(add, w) {
+			add = append(add, w)
+		}
+	}
+	if len(add) == 0 {
+		return content, false
+	}
+	line := strings.Join(append(have, add...), " ")
+	if !hasRest {
+		return line + "\n", true
+	}
+	return line + "\n" + rest, true
+}
+
+// ModulesLoadFile is the modules-load.d file this collection writes.
+const ModulesLoadFile = "/etc/modules-load.d/k3s.conf"
+
+// ModulesLoad is that file's content for modules, in the order given.
+func ModulesLoad(modules []string) string {
+	var b strings.Builder
+	b.WriteString("# Written by gitops.k3s_flux: kernel modules k3s needs, loaded at boot.\n")
+	for _, m := range modules {
+		b.WriteString(m + "\n")
+	}
+	return b.String()
+}

@@ -1,0 +1,35 @@
+package prepare
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestCmdline(t *testing.T) {
+	for _, tc := range []struct {
+		name, in, want string
+		changed        bool
+	}{
+		{"Pi OS Bookworm", "console=serial0,115200 console=tty1 root=PARTUUID=4e639091-02 rootfstype=ext4 fsck.repair=yes rootwait\n",
+			"console=serial0,115200 console=tty1 root=PARTUUID=4e639091-02 rootfstype=ext4 fsck.repair=yes rootwait cgroup_memory=1 cgroup_enable=memory\n", true},
+		{"already there", "root=/dev/mmcblk0p2 cgroup_enable=memory cgroup_memory=1 rootwait\n", "root=/dev/mmcblk0p2 cgroup_enable=memory cgroup_memory=1 rootwait\n", false},
+		{"one of two", "root=/dev/mmcblk0p2 cgroup_enable=cpuset cgroup_memory=1\n", "root=/dev/mmcblk0p2 cgroup_enable=cpuset cgroup_memory=1 cgroup_enable=memory\n", true},
+		{"no newline", "root=/dev/mmcblk0p2", "root=/dev/mmcblk0p2 cgroup_memory=1 cgroup_enable=memory\n", true},
+		{"a second line is kept", "root=/dev/sda2\n# note\n", "root=/dev/sda2 cgroup_memory=1 cgroup_enable=memory\n# note\n", true},
+		{"extra spaces", "root=/dev/sda2   quiet  \n", "root=/dev/sda2 quiet cgroup_memory=1 cgroup_enable=memory\n", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, changed := Cmdline(tc.in, CgroupWords)
+			assert.Equal(t, tc.want, got)
+			assert.Equal(t, tc.changed, changed)
+			again, changedAgain := Cmdline(got, CgroupWords)
+			assert.Equal(t, got, again, "idempotent")
+			assert.False(t, changedAgain)
+		})
+	}
+}
+
+func TestModulesLoad(t *testing.T) {
+	assert.Equal(t, "# Written by gitops.k3s_flux: kernel modules k3s needs, loaded at boot.\noverlay\nbr_netfilter\nvxlan\n", ModulesLoad([]string{"overlay", "br_netfilter", "vxlan"}))
+}
