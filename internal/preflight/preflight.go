@@ -75,6 +75,10 @@ func Check(h Host, want Want) []Finding {
 	return out
 }
 
+// MemoryCgroupMissing says whether the kernel runs without the memory
+// cgroup controller (what preparation fixes on a Pi).
+func MemoryCgroupMissing(h Host) bool { return len(memoryCgroup(h)) > 0 }
+
 // memoryCgroup: k3s will not start without the memory controller (its
 // check in pkg/cgroups; the install script's hint names cmdline.txt).
 func memoryCgroup(h Host) []Finding {

@@ -52,3 +52,57 @@ func ModulesLoad(modules []string) string {
 	}
 	return b.String()
 }
+
+// Change is one file preparation writes: its content before ("" when
+// missing) and after.
+type Change struct {
+	Path, Before, After string
+}
+
+// Plan is what preparing a host does.
+type Plan struct {
+	Changes []Change
+	// RebootRequired: the kernel runs without the memory cgroup, and its
+	// command line (as changed, or as an earlier run changed it) fixes
+	// that at the next boot.
+	RebootRequired bool
+	// Unfixable names what preparation cannot do here (a PC's GRUB).
+	Unfixable []string
+}
+
+// Files is what Decide reads: each cmdline.txt that exists (by path), and
+// the modules-load.d file ("" when missing).
+type Files struct {
+	Cmdline     map[string]string
+	ModulesLoad string
+}
+
+// Decide plans the cmdline.txt edit when the memory cgroup is missing
+// (the first of CmdlineFiles that exists; none: GRUB, by hand), and the
+// modules-load.d file listing modules.
+func Decide(memoryMissing bool, f Files, modules []string) Plan {
+	var p Plan
+	if memoryMissing {
+		edited := false
+		for _, path := range CmdlineFiles {
+			content, ok := f.Cmdline[path]
+			if !ok {
+				continue
+			}
+			if after, changed := Cmdline(content, CgroupWords); changed {
+				p.Changes = append(p.Changes, Change{Path: path, Before: content, After: after})
+			}
+			edited = true
+			break
+		}
+		if edited {
+			p.RebootRequired = true
+		} else {
+			p.Unfixable = append(p.Unfixable, "the memory cgroup: no Raspberry Pi cmdline.txt here; add \"cgroup_memory=1 cgroup_enable=memory\" to GRUB_CMDLINE_LINUX in /etc/default/grub, run update-grub and reboot")
+		}
+	}
+	if want := ModulesLoad(modules); len(modules) > 0 && f.ModulesLoad != want {
+		p.Changes = append(p.Changes, Change{Path: ModulesLoadFile, Before: f.ModulesLoad, After: want})
+	}
+	return p
+}

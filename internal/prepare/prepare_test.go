@@ -33,3 +33,37 @@ func TestCmdline(t *testing.T) {
 func TestModulesLoad(t *testing.T) {
 	assert.Equal(t, "# Written by gitops.k3s_flux: kernel modules k3s needs, loaded at boot.\noverlay\nbr_netfilter\nvxlan\n", ModulesLoad([]string{"overlay", "br_netfilter", "vxlan"}))
 }
+
+func TestDecide(t *testing.T) {
+	bookworm := "console=serial0,115200 root=PARTUUID=1 rootwait\n"
+	modules := []string{"overlay", "br_netfilter", "vxlan"}
+	for _, tc := range []struct {
+		name          string
+		memoryMissing bool
+		files         Files
+		wantPaths     []string
+		reboot        bool
+		unfixable     bool
+	}{
+		{name: "Pi OS Bookworm without memory: /boot/firmware, not the stub in /boot", memoryMissing: true,
+			files:     Files{Cmdline: map[string]string{"/boot/firmware/cmdline.txt": bookworm, "/boot/cmdline.txt": "# moved\n"}},
+			wantPaths: []string{"/boot/firmware/cmdline.txt", ModulesLoadFile}, reboot: true},
+		{name: "edited by an earlier run, not rebooted yet", memoryMissing: true,
+			files:     Files{Cmdline: map[string]string{"/boot/cmdline.txt": "root=/dev/mmcblk0p2 cgroup_memory=1 cgroup_enable=memory\n"}, ModulesLoad: ModulesLoad(modules)},
+			wantPaths: nil, reboot: true},
+		{name: "memory there: cmdline.txt left alone", files: Files{Cmdline: map[string]string{"/boot/firmware/cmdline.txt": bookworm}, ModulesLoad: ModulesLoad(modules)}},
+		{name: "a PC without memory: by hand", memoryMissing: true, files: Files{ModulesLoad: ModulesLoad(modules)}, unfixable: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := Decide(tc.memoryMissing, tc.files, modules)
+			var paths []string
+			for _, c := range p.Changes {
+				paths = append(paths, c.Path)
+				assert.NotEqual(t, c.Before, c.After)
+			}
+			assert.Equal(t, tc.wantPaths, paths)
+			assert.Equal(t, tc.reboot, p.RebootRequired)
+			assert.Equal(t, tc.unfixable, len(p.Unfixable) > 0)
+		})
+	}
+}
