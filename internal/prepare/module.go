@@ -1,0 +1,91 @@
+package prepare
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible"
+	"github.com/gitops-k3s-flux/k3s_flux/internal/atomicfile"
+	"github.com/gitops-k3s-flux/k3s_flux/internal/preflight"
+)
+
+// Module is k3s_prepare (work in progress: not served by a binary yet).
+var Module = &ansible.Module{
+	Name:             "k3s_prepare",
+	ShortDescription: "Make a host ready for k3s: the memory cgroup on a Raspberry Pi's kernel command line, the kernel modules loaded at boot",
+	Description: []string{
+		"Without the memory cgroup controller, adds C(cgroup_memory=1 cgroup_enable=memory) to the Raspberry Pi's C(cmdline.txt) (C(/boot/firmware/cmdline.txt) on Pi OS Bookworm and Ubuntu, C(/boot/cmdline.txt) before), once, keeping the rest of its single line; returns C(reboot_required) until the host runs with it.",
+		"Writes C(/etc/modules-load.d/k3s.conf) with the kernel modules k3s needs and loads those not loaded yet (C(modprobe)).",
+		"Idempotent; C(--check --diff) shows each file's edit. A Go binary: the node needs no Python.",
+	},
+	Author:    []string{"gitops.k3s_flux maintainers (@gitops-k3s-flux)"},
+	CheckMode: "full",
+	DiffMode:  "full",
+	Platforms: "linux",
+	Spec: ansible.Spec{Options: []ansible.Option{
+		{Name: "modules", Type: ansible.TypeList, Elements: ansible.TypeStr, Default: []any{"overlay", "br_netfilter", "vxlan"},
+			Description: []string{"The kernel modules to load now and at boot."}},
+	}},
+	Returns: []ansible.Return{
+		{Name: "reboot_required", Description: []string{"The kernel runs without the memory cgroup and its command line, as changed now or before, enables it at the next boot."}, Returned: "always", Type: "bool", Sample: true},
+		{Name: "not_prepared", Description: []string{"What preparation cannot do on this host, with what to do by hand."}, Returned: "always", Type: "list", Sample: []any{}},
+	},
+}
+
+type args struct {
+	Modules []string `json:"modules"`
+}
+
+// Node is how Run reads, writes and runs commands on the host.
+type Node struct {
+	Host     preflight.Host
+	Modprobe func(ctx context.Context, module string) error
+}
+
+// Run plans from what the files say now, then (not in check mode) writes
+// each change atomically and loads the modules.
+func (n Node) Run(ctx context.Context, req *ansible.Request) (*ansible.Result, error) {
+	var a args
+	if err := req.Decode(&a); err != nil {
+		return nil, err
+	}
+	files := Files{Cmdline: map[string]string{}}
+	for _, path := range CmdlineFiles {
+		if raw, err := os.ReadFile(filepath.Join(n.Host.Root, path)); err == nil {
+			files.Cmdline[path] = string(raw)
+		}
+	}
+	if raw, err := os.ReadFile(filepath.Join(n.Host.Root, ModulesLoadFile)); err == nil {
+		files.ModulesLoad = string(raw)
+	}
+	p := Decide(preflight.MemoryCgroupMissing(n.Host), files, a.Modules)
+	res := &ansible.Result{Changed: len(p.Changes) > 0}
+	res.Set("reboot_required", p.RebootRequired)
+	notPrepared := append([]string{}, p.Unfixable...)
+	res.Set("not_prepared", notPrepared)
+	for _, c := range p.Changes {
+		res.Diff = append(res.Diff, ansible.Diff{Before: c.Before, After: c.After, BeforeHeader: c.Path, AfterHeader: c.Path})
+	}
+	if req.CheckMode {
+		return res, nil
+	}
+	for _, c := range p.Changes {
+		if err := atomicfile.Write(filepath.Join(n.Host.Root, c.Path), strings.NewReader(c.After), 0o644); err != nil {
+			return res, fmt.Errorf("write %s: %w", c.Path, err)
+		}
+	}
+	// TODO(next): skip the modules already there (export preflight's
+	// moduleAvailable), so that a re-run runs no command; serve the module
+	// from the k3s_node binary (Makefile NODE_SERVED, SERVED_BY, a link in
+	// plugins/modules, an action plugin) and add the Python-free reboot.
+	for _, m := range a.Modules {
+		if err := n.Modprobe(ctx, m); err != nil {
+			notPrepared = append(notPrepared, fmt.Sprintf("kernel module %s: modprobe failed (%v): install the kernel's modules package", m, err))
+		}
+	}
+	res.Set("not_prepared", notPrepared)
+	return res, nil
+}

@@ -1,0 +1,65 @@
+package prepare
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible"
+	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible/ansibletest"
+	"github.com/gitops-k3s-flux/k3s_flux/internal/preflight"
+)
+
+// A Pi OS Bookworm host without the memory cgroup: check mode shows the
+// edits and writes nothing; a run writes them and says a reboot is due; a
+// second run changes nothing and still says so until the host rebooted.
+func TestRunOnAPi(t *testing.T) {
+	root := t.TempDir()
+	write := func(name, content string) {
+		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(root, name)), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(root, name), []byte(content), 0o644))
+	}
+	write("proc/cgroups", "#subsys_name\thierarchy\tnum_cgroups\tenabled\nmemory\t0\t1\t0\n")
+	write("boot/firmware/cmdline.txt", "console=tty1 root=PARTUUID=1 rootwait\n")
+	var loaded []string
+	n := Node{Host: preflight.Host{Root: root}, Modprobe: func(_ context.Context, m string) error {
+		if m == "vxlan" {
+			return errors.New("exit status 1")
+		}
+		loaded = append(loaded, m)
+		return nil
+	}}
+	run := func(args map[string]any) map[string]any {
+		res, code, _ := ansibletest.Run(t, Module, func(ctx context.Context, req *ansible.Request) (*ansible.Result, error) {
+			return n.Run(ctx, req)
+		}, args)
+		require.Equal(t, 0, code, res["msg"])
+		return res
+	}
+
+	res := run(map[string]any{"_ansible_check_mode": true, "_ansible_diff": true})
+	assert.Equal(t, true, res["changed"])
+	assert.Equal(t, true, res["reboot_required"])
+	assert.Len(t, res["diff"], 2)
+	raw, _ := os.ReadFile(filepath.Join(root, "boot/firmware/cmdline.txt"))
+	assert.Equal(t, "console=tty1 root=PARTUUID=1 rootwait\n", string(raw), "check mode writes nothing")
+	assert.Empty(t, loaded)
+
+	res = run(map[string]any{})
+	assert.Equal(t, true, res["changed"])
+	raw, _ = os.ReadFile(filepath.Join(root, "boot/firmware/cmdline.txt"))
+	assert.Equal(t, "console=tty1 root=PARTUUID=1 rootwait cgroup_memory=1 cgroup_enable=memory\n", string(raw))
+	raw, _ = os.ReadFile(filepath.Join(root, ModulesLoadFile))
+	assert.Contains(t, string(raw), "br_netfilter\n")
+	assert.Equal(t, []string{"overlay", "br_netfilter"}, loaded)
+	assert.Equal(t, []any{"kernel module vxlan: modprobe failed (exit status 1): install the kernel's modules package"}, res["not_prepared"])
+
+	res = run(map[string]any{})
+	assert.Equal(t, false, res["changed"], "idempotent")
+	assert.Equal(t, true, res["reboot_required"], "until the host runs with the new command line")
+}
