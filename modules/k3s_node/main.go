@@ -1,12 +1,25 @@
-// Command k3s_node is the Ansible module that installs k3s on a node and
-// keeps its service enabled, active and answering.
+// Command k3s_node is the Ansible modules that change a node: k3s_node
+// installs k3s and keeps its service enabled, active and answering;
+// k3s_prepare makes the host ready for it. One binary, so that a node
+// receives one.
 package main
 
 import (
+	"context"
+	"os/exec"
+
 	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible"
 	"github.com/gitops-k3s-flux/k3s_flux/internal/k3snode"
+	"github.com/gitops-k3s-flux/k3s_flux/internal/preflight"
+	"github.com/gitops-k3s-flux/k3s_flux/internal/prepare"
 )
 
 func main() {
-	ansible.Main(module, k3snode.With(run))
+	node := prepare.Node{Host: preflight.Host{Root: "/"}, Modprobe: func(ctx context.Context, module string) error {
+		return exec.CommandContext(ctx, "modprobe", module).Run()
+	}}
+	ansible.MainMulti(map[string]ansible.Entry{
+		"k3s_node":    {Module: module, Run: k3snode.With(run)},
+		"k3s_prepare": {Module: prepare.Module, Run: node.Run},
+	})
 }
