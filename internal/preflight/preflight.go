@@ -139,29 +139,15 @@ func kernelModules(h Host, want Want) []Finding {
 	return out
 }
 
-// moduleAvailable: in /proc/modules or /sys/module (loaded, or built in
-// with parameters), shown by what it provides (built in without), or in
-// the running kernel's modules.dep or modules.builtin.
+// ModuleLoaded says whether kernel module m is loaded or built in (what
+// preparation need not load).
+func (h Host) ModuleLoaded(m string) bool { return h.moduleLoaded(m) }
+
+// moduleAvailable: loaded or built in (moduleLoaded), or in the running
+// kernel's modules.dep or modules.builtin.
 func (h Host) moduleAvailable(m string) bool {
-	if mods, ok := h.read("/proc/modules"); ok {
-		for _, line := range strings.Split(mods, "\n") {
-			if strings.HasPrefix(line, m+" ") {
-				return true
-			}
-		}
-	}
-	if h.exists("/sys/module/" + m) {
+	if h.moduleLoaded(m) {
 		return true
-	}
-	switch m {
-	case "br_netfilter":
-		if h.exists("/proc/sys/net/bridge/bridge-nf-call-iptables") {
-			return true
-		}
-	case "overlay":
-		if fs, ok := h.read("/proc/filesystems"); ok && slices.Contains(strings.Fields(fs), "overlay") {
-			return true
-		}
 	}
 	for _, list := range []string{"modules.dep", "modules.builtin"} {
 		raw, ok := h.read(filepath.Join("/lib/modules", h.Release, list))
@@ -177,6 +163,29 @@ func (h Host) moduleAvailable(m string) bool {
 				}
 			}
 		}
+	}
+	return false
+}
+
+// moduleLoaded: in /proc/modules or /sys/module (loaded, or built in with
+// parameters), or shown by what it provides (built in without).
+func (h Host) moduleLoaded(m string) bool {
+	if mods, ok := h.read("/proc/modules"); ok {
+		for _, line := range strings.Split(mods, "\n") {
+			if strings.HasPrefix(line, m+" ") {
+				return true
+			}
+		}
+	}
+	if h.exists("/sys/module/" + m) {
+		return true
+	}
+	switch m {
+	case "br_netfilter":
+		return h.exists("/proc/sys/net/bridge/bridge-nf-call-iptables")
+	case "overlay":
+		fs, ok := h.read("/proc/filesystems")
+		return ok && slices.Contains(strings.Fields(fs), "overlay")
 	}
 	return false
 }

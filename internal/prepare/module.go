@@ -77,11 +77,11 @@ func (n Node) Run(ctx context.Context, req *ansible.Request) (*ansible.Result, e
 			return res, fmt.Errorf("write %s: %w", c.Path, err)
 		}
 	}
-	// TODO(next): skip the modules already there (export preflight's
-	// moduleAvailable), so that a re-run runs no command; serve the module
-	// from the k3s_node binary (Makefile NODE_SERVED, SERVED_BY, a link in
-	// plugins/modules, an action plugin) and add the Python-free reboot.
+	// Only what is not loaded or built in: a re-run runs no command.
 	for _, m := range a.Modules {
+		if n.Host.ModuleLoaded(m) {
+			continue
+		}
 		if err := n.Modprobe(ctx, m); err != nil {
 			notPrepared = append(notPrepared, fmt.Sprintf("kernel module %s: modprobe failed (%v): install the kernel's modules package", m, err))
 		}
