@@ -25,6 +25,17 @@ var Module = &ansible.Module{
 	CheckMode: "full",
 	DiffMode:  "full",
 	Platforms: "linux",
+	Examples: `
+- name: Prepare a Raspberry Pi for k3s
+  gitops.k3s_flux.k3s_prepare:
+  become: true
+  register: prepared
+
+- name: Say which host must reboot
+  ansible.builtin.debug:
+    msg: "{{ inventory_hostname }} must reboot for the memory cgroup"
+  when: prepared.reboot_required
+`,
 	Spec: ansible.Spec{Options: []ansible.Option{
 		{Name: "modules", Type: ansible.TypeList, Elements: ansible.TypeStr, Default: []any{"overlay", "br_netfilter", "vxlan"},
 			Description: []string{"The kernel modules to load now and at boot."}},
