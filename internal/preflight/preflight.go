@@ -9,10 +9,12 @@ import (
 	"bufio"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 // Severity of a finding: an error stops a strict run (k3s would not work),
@@ -49,6 +51,23 @@ type Host struct {
 	LookPath func(name string) (string, error)          // exec.LookPath on a node
 	FreeDisk func(path string) (free uint64, err error) // statfs's available bytes
 	Release  string                                     // uname -r
+}
+
+// ThisHost is the machine the binary runs on.
+func ThisHost() Host {
+	release := ""
+	if raw, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		release = strings.TrimSpace(string(raw))
+	}
+	return Host{Root: "/", LookPath: exec.LookPath, FreeDisk: freeDisk, Release: release}
+}
+
+func freeDisk(path string) (uint64, error) {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(path, &st); err != nil {
+		return 0, err
+	}
+	return st.Bavail * uint64(st.Bsize), nil
 }
 
 func (h Host) path(p string) string { return filepath.Join(h.Root, p) }
@@ -104,12 +123,19 @@ func memoryCgroup(h Host) []Finding {
 	return []Finding{{Check: "memory cgroup", Severity: Error, Seen: "no memory controller in /proc/cgroups", Fix: cmdlineFix(h)}}
 }
 
-// cmdlineFix says where the kernel's command line is on this host: a
-// Raspberry Pi's cmdline.txt (in /boot/firmware since Pi OS Bookworm and on
-// Ubuntu, in /boot before), else GRUB's.
+// CgroupWords are what a Raspberry Pi's kernel needs for the memory
+// cgroup controller (k3s's install script names them).
+var CgroupWords = []string{"cgroup_memory=1", "cgroup_enable=memory"}
+
+// CmdlineFiles are where a Pi keeps its kernel command line, in the order
+// to look: /boot/firmware since Pi OS Bookworm and on Ubuntu, /boot before.
+var CmdlineFiles = []string{"/boot/firmware/cmdline.txt", "/boot/cmdline.txt"}
+
+// cmdlineFix says where the kernel's command line is on this host: the
+// first of CmdlineFiles that exists, else GRUB's.
 func cmdlineFix(h Host) string {
-	const words = "cgroup_memory=1 cgroup_enable=memory"
-	for _, f := range []string{"/boot/firmware/cmdline.txt", "/boot/cmdline.txt"} {
+	words := strings.Join(CgroupWords, " ")
+	for _, f := range CmdlineFiles {
 		if h.exists(f) {
 			return fmt.Sprintf("add %q at the end of the single line in %s, then reboot", words, f)
 		}
@@ -117,16 +143,23 @@ func cmdlineFix(h Host) string {
 	return fmt.Sprintf("add %q to GRUB_CMDLINE_LINUX in /etc/default/grub, run update-grub, then reboot", words)
 }
 
+// KernelModules are the modules k3s needs with flannel's backend ("" is
+// k3s's default, vxlan): overlay (containerd's snapshotter), br_netfilter
+// (pod traffic through iptables) and, for vxlan, vxlan.
+func KernelModules(flannelBackend string) []string {
+	needed := []string{"overlay", "br_netfilter"}
+	if flannelBackend == "" || flannelBackend == "vxlan" {
+		needed = append(needed, "vxlan")
+	}
+	return needed
+}
+
 // kernelModules: overlay (containerd's snapshotter), br_netfilter (pod
 // traffic through iptables) and, for flannel's vxlan backend, vxlan; each
 // loaded, built in, or loadable.
 func kernelModules(h Host, want Want) []Finding {
-	needed := []string{"overlay", "br_netfilter"}
-	if want.FlannelBackend == "" || want.FlannelBackend == "vxlan" {
-		needed = append(needed, "vxlan")
-	}
 	var out []Finding
-	for _, m := range needed {
+	for _, m := range KernelModules(want.FlannelBackend) {
 		if h.moduleAvailable(m) {
 			continue
 		}
@@ -139,14 +172,10 @@ func kernelModules(h Host, want Want) []Finding {
 	return out
 }
 
-// ModuleLoaded says whether kernel module m is loaded or built in (what
-// preparation need not load).
-func (h Host) ModuleLoaded(m string) bool { return h.moduleLoaded(m) }
-
-// moduleAvailable: loaded or built in (moduleLoaded), or in the running
+// moduleAvailable: loaded or built in (ModuleLoaded), or in the running
 // kernel's modules.dep or modules.builtin.
 func (h Host) moduleAvailable(m string) bool {
-	if h.moduleLoaded(m) {
+	if h.ModuleLoaded(m) {
 		return true
 	}
 	for _, list := range []string{"modules.dep", "modules.builtin"} {
@@ -167,9 +196,11 @@ func (h Host) moduleAvailable(m string) bool {
 	return false
 }
 
-// moduleLoaded: in /proc/modules or /sys/module (loaded, or built in with
-// parameters), or shown by what it provides (built in without).
-func (h Host) moduleLoaded(m string) bool {
+// ModuleLoaded says whether kernel module m is loaded or built in (what
+// preparation need not load): in /proc/modules or /sys/module (loaded, or
+// built in with parameters), or shown by what it provides (built in
+// without).
+func (h Host) ModuleLoaded(m string) bool {
 	if mods, ok := h.read("/proc/modules"); ok {
 		for _, line := range strings.Split(mods, "\n") {
 			if strings.HasPrefix(line, m+" ") {

@@ -12,7 +12,7 @@ import (
 	"github.com/gitops-k3s-flux/k3s_flux/internal/preflight"
 )
 
-// Module is k3s_prepare (work in progress: not served by a binary yet).
+// Module is k3s_prepare, served by the k3s_node binary.
 var Module = &ansible.Module{
 	Name:             "k3s_prepare",
 	ShortDescription: "Make a host ready for k3s: the memory cgroup on a Raspberry Pi's kernel command line, the kernel modules loaded at boot",
@@ -37,7 +37,7 @@ var Module = &ansible.Module{
   when: prepared.reboot_required
 `,
 	Spec: ansible.Spec{Options: []ansible.Option{
-		{Name: "modules", Type: ansible.TypeList, Elements: ansible.TypeStr, Default: []any{"overlay", "br_netfilter", "vxlan"},
+		{Name: "modules", Type: ansible.TypeList, Elements: ansible.TypeStr, Default: defaultModules(),
 			Description: []string{"The kernel modules to load now and at boot."}},
 	}},
 	Returns: []ansible.Return{
@@ -64,7 +64,7 @@ func (n Node) Run(ctx context.Context, req *ansible.Request) (*ansible.Result, e
 		return nil, err
 	}
 	files := Files{Cmdline: map[string]string{}}
-	for _, path := range CmdlineFiles {
+	for _, path := range preflight.CmdlineFiles {
 		if raw, err := os.ReadFile(filepath.Join(n.Host.Root, path)); err == nil {
 			files.Cmdline[path] = string(raw)
 		}
@@ -99,4 +99,13 @@ func (n Node) Run(ctx context.Context, req *ansible.Request) (*ansible.Result, e
 	}
 	res.Set("not_prepared", notPrepared)
 	return res, nil
+}
+
+// defaultModules: those k3s needs with flannel's default backend.
+func defaultModules() []any {
+	var out []any
+	for _, m := range preflight.KernelModules("") {
+		out = append(out, m)
+	}
+	return out
 }

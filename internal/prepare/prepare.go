@@ -1,22 +1,15 @@
 // Package prepare plans what makes a host ready for k3s where preflight
-// found it was not (issue 30, item 2; work in progress, not used yet): the
-// cgroup words on a Raspberry Pi's kernel command line, the kernel modules
-// loaded at boot. Pure: the node module reads the files, asks for a plan,
+// found it was not: the cgroup words on a Raspberry Pi's kernel command
+// line, the kernel modules loaded at boot. Pure: the node module reads the files, asks for a plan,
 // and writes it.
 package prepare
 
 import (
 	"slices"
 	"strings"
+
+	"github.com/gitops-k3s-flux/k3s_flux/internal/preflight"
 )
-
-// CgroupWords are what a Raspberry Pi's kernel needs for the memory
-// cgroup controller (k3s's install script names them).
-var CgroupWords = []string{"cgroup_memory=1", "cgroup_enable=memory"}
-
-// CmdlineFiles are where a Pi keeps its kernel command line, in the order
-// to look: /boot/firmware since Pi OS Bookworm and on Ubuntu, /boot before.
-var CmdlineFiles = []string{"/boot/firmware/cmdline.txt", "/boot/cmdline.txt"}
 
 // Cmdline returns content with each of words that its first line lacks
 // added at the end of that line (cmdline.txt is one line; the firmware
@@ -78,18 +71,18 @@ type Files struct {
 }
 
 // Decide plans the cmdline.txt edit when the memory cgroup is missing
-// (the first of CmdlineFiles that exists; none: GRUB, by hand), and the
-// modules-load.d file listing modules.
+// (the first of preflight.CmdlineFiles that exists; none: GRUB, by hand),
+// and the modules-load.d file listing modules.
 func Decide(memoryMissing bool, f Files, modules []string) Plan {
 	var p Plan
 	if memoryMissing {
 		edited := false
-		for _, path := range CmdlineFiles {
+		for _, path := range preflight.CmdlineFiles {
 			content, ok := f.Cmdline[path]
 			if !ok {
 				continue
 			}
-			if after, changed := Cmdline(content, CgroupWords); changed {
+			if after, changed := Cmdline(content, preflight.CgroupWords); changed {
 				p.Changes = append(p.Changes, Change{Path: path, Before: content, After: after})
 			}
 			edited = true

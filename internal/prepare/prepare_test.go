@@ -1,6 +1,8 @@
 package prepare
 
 import (
+	"github.com/gitops-k3s-flux/k3s_flux/internal/preflight"
+
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -20,10 +22,10 @@ func TestCmdline(t *testing.T) {
 		{"extra spaces", "root=/dev/sda2   quiet  \n", "root=/dev/sda2 quiet cgroup_memory=1 cgroup_enable=memory\n", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, changed := Cmdline(tc.in, CgroupWords)
+			got, changed := Cmdline(tc.in, preflight.CgroupWords)
 			assert.Equal(t, tc.want, got)
 			assert.Equal(t, tc.changed, changed)
-			again, changedAgain := Cmdline(got, CgroupWords)
+			again, changedAgain := Cmdline(got, preflight.CgroupWords)
 			assert.Equal(t, got, again, "idempotent")
 			assert.False(t, changedAgain)
 		})

@@ -15,7 +15,7 @@ import (
 )
 
 func main() {
-	node := prepare.Node{Host: preflight.Host{Root: "/"}, Modprobe: func(ctx context.Context, module string) error {
+	node := prepare.Node{Host: preflight.ThisHost(), Modprobe: func(ctx context.Context, module string) error {
 		return exec.CommandContext(ctx, "modprobe", module).Run()
 	}}
 	ansible.MainMulti(map[string]ansible.Entry{

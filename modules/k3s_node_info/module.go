@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"strings"
-	"syscall"
 
 	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible"
 	"github.com/gitops-k3s-flux/k3s_flux/internal/k3snode"
@@ -145,13 +143,14 @@ func run(ctx context.Context, req *ansible.Request, sys k3snode.System, where k3
 	return res, nil
 }
 
-// host is the node as the preflight checks read it.
-var host = preflight.Host{Root: "/", LookPath: exec.LookPath, FreeDisk: freeDisk, Release: kernelRelease()}
+// thisHost is the node as the preflight checks read it (tests lay one out
+// in a directory).
+var thisHost = preflight.ThisHost
 
 // checkReady runs the preflight checks, sets their findings and, in strict
 // mode, fails on an error finding, naming each.
 func checkReady(req *ansible.Request, res *ansible.Result, p preflightArgs, dataDir string, k3sRunning bool) error {
-	findings := preflight.Check(host, preflight.Want{Role: p.Role, Etcd: p.Etcd, FlannelBackend: p.FlannelBackend,
+	findings := preflight.Check(thisHost(), preflight.Want{Role: p.Role, Etcd: p.Etcd, FlannelBackend: p.FlannelBackend,
 		InstallSource: p.InstallSource, DataDir: dataDir, APIPort: p.APIPort, K3sRunning: k3sRunning})
 	if findings == nil {
 		findings = []preflight.Finding{}
@@ -171,20 +170,4 @@ func checkReady(req *ansible.Request, res *ansible.Result, p preflightArgs, data
 		return fmt.Errorf("this host is not ready for k3s as %s %s (nothing was changed): %s", article, p.Role, strings.Join(errs, "; "))
 	}
 	return nil
-}
-
-func freeDisk(path string) (uint64, error) {
-	var st syscall.Statfs_t
-	if err := syscall.Statfs(path, &st); err != nil {
-		return 0, err
-	}
-	return st.Bavail * uint64(st.Bsize), nil
-}
-
-func kernelRelease() string {
-	raw, err := os.ReadFile("/proc/sys/kernel/osrelease")
-	if err != nil {
-		return ""
-	}
-	return strings.TrimSpace(string(raw))
 }

@@ -106,11 +106,13 @@ func TestPreflight(t *testing.T) {
 		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(root, name)), 0o755))
 		require.NoError(t, os.WriteFile(filepath.Join(root, name), []byte(content), 0o644))
 	}
-	saved := host
-	t.Cleanup(func() { host = saved })
-	host = preflight.Host{Root: root, Release: "6.6.31",
-		LookPath: func(name string) (string, error) { return "/usr/bin/" + name, nil },
-		FreeDisk: func(string) (uint64, error) { return 20 << 30, nil }}
+	saved := thisHost
+	t.Cleanup(func() { thisHost = saved })
+	thisHost = func() preflight.Host {
+		return preflight.Host{Root: root, Release: "6.6.31",
+			LookPath: func(name string) (string, error) { return "/usr/bin/" + name, nil },
+			FreeDisk: func(string) (uint64, error) { return 20 << 30, nil }}
+	}
 	dir := t.TempDir()
 	where := k3snode.Paths{BinDir: dir, DataDir: filepath.Join(dir, "data"), Kubeconfig: filepath.Join(dir, "k3s.yaml"), NodeID: filepath.Join(dir, "id")}
 	runInfo := func(args map[string]any) (map[string]any, int) {

@@ -6,6 +6,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -163,7 +164,7 @@ func (c collection) playWith(t *testing.T, env []string, args ...string) playRes
 // extra environment variables.
 func (c collection) playIn(t *testing.T, dir string, env []string, args ...string) playResult {
 	t.Helper()
-	r := runIn(dir, append(c.envWith(t, configIn(dir)), env...), "ansible-playbook", args...)
+	r := runIn(context.Background(), dir, append(c.envWith(t, configIn(dir)), env...), "ansible-playbook", args...)
 	noteFailure(t, r)
 	return r
 }
@@ -210,7 +211,7 @@ func (c collection) justIn(t *testing.T, dir string, args ...string) playResult 
 			env = append(env, kv)
 		}
 	}
-	return runIn(dir, env, "just", args...)
+	return runIn(context.Background(), dir, env, "just", args...)
 }
 
 // assertRootOnly checks that path on the host is mode 0600 and owned by
@@ -223,8 +224,8 @@ func assertRootOnly(t *testing.T, h *testhosts.Host, path string) {
 }
 
 // runIn runs command from dir with env and parses the play recap in its output.
-func runIn(dir string, env []string, command string, args ...string) playResult {
-	cmd := exec.Command(command, args...)
+func runIn(ctx context.Context, dir string, env []string, command string, args ...string) playResult {
+	cmd := exec.CommandContext(ctx, command, args...)
 	cmd.Dir = dir
 	cmd.Env = env
 	start := time.Now()

@@ -33,13 +33,10 @@ func TestPreflightFindingsChangeNothing(t *testing.T) {
 	// Pi OS Bookworm without the memory cgroup (cgroup v1 with memory disabled, as /proc/cgroups
 	// says, and /boot/firmware/cmdline.txt), with swap, and a kernel whose vxlan is absent (an
 	// empty /sys/module: overlay and br_netfilter still show by what they provide).
+	piWithoutMemoryCgroup(t, worker)
 	_, err := worker.Exec(`set -e
-		mount -t tmpfs tmpfs /boot && mkdir /boot/firmware
-		echo 'console=serial0,115200 console=tty1 root=PARTUUID=4e639091-02 rootfstype=ext4 fsck.repair=yes rootwait' >/boot/firmware/cmdline.txt
-		printf '#subsys_name\thierarchy\tnum_cgroups\tenabled\ncpu\t1\t1\t1\nmemory\t0\t1\t0\n' >/tmp/cgroups && mount --bind /tmp/cgroups /proc/cgroups
 		printf 'Filename\tType\tSize\tUsed\tPriority\n/var/swap\tfile\t102396\t0\t-2\n' >/tmp/swaps && mount --bind /tmp/swaps /proc/swaps
-		mount -t tmpfs tmpfs /sys/module
-		if [ -e /sys/fs/cgroup/cgroup.controllers ]; then printf 'cpuset cpu io pids\n' >/tmp/controllers && mount --bind /tmp/controllers /sys/fs/cgroup/cgroup.controllers; fi`)
+		mount -t tmpfs tmpfs /sys/module`)
 	require.NoError(t, err)
 	// The server's API port held by another program (in its network namespace).
 	holder := exec.Command("nsenter", "--net=/run/netns/"+server.NetNS, "/usr/bin/python3", "-c",
@@ -103,4 +100,28 @@ func preflightCost(t *testing.T, h interface{ Exec(string) (string, error) }) st
 	without := timeIt(`{}`)
 	with := timeIt(`{"preflight": {"role": "agent", "mode": "warn"}}`)
 	return fmt.Sprintf("k3s_node_info on the node: %s without preflight, %s with it (each with nsenter and a shell)", without.Round(time.Millisecond), with.Round(time.Millisecond))
+}
+
+// piCmdline is a Raspberry Pi OS Bookworm's /boot/firmware/cmdline.txt.
+const piCmdline = "console=serial0,115200 console=tty1 root=PARTUUID=4e639091-02 rootfstype=ext4 fsck.repair=yes rootwait"
+
+// piWithoutMemoryCgroup makes h, in its own mount namespace (the machine's
+// files stay as they are), a Pi OS Bookworm whose kernel runs without the
+// memory cgroup: /boot/firmware/cmdline.txt without the cgroup words, and
+// the memory controller disabled as cgroup v1's /proc/cgroups and v2's
+// cgroup.controllers say. The function returned undoes the kernel's side, as a reboot
+// with the words would.
+func piWithoutMemoryCgroup(t *testing.T, h interface{ Exec(string) (string, error) }) (rebooted func()) {
+	t.Helper()
+	_, err := h.Exec(`set -e
+		mount -t tmpfs tmpfs /boot && mkdir /boot/firmware
+		echo '` + piCmdline + `' >/boot/firmware/cmdline.txt
+		printf '#subsys_name\thierarchy\tnum_cgroups\tenabled\ncpu\t1\t1\t1\nmemory\t0\t1\t0\n' >/tmp/cgroups && mount --bind /tmp/cgroups /proc/cgroups
+		if [ -e /sys/fs/cgroup/cgroup.controllers ]; then printf 'cpuset cpu io pids\n' >/tmp/controllers && mount --bind /tmp/controllers /sys/fs/cgroup/cgroup.controllers; fi`)
+	require.NoError(t, err)
+	return func() {
+		t.Helper()
+		_, err := h.Exec("umount /proc/cgroups; if grep -q ' /sys/fs/cgroup/cgroup.controllers ' /proc/self/mountinfo; then umount /sys/fs/cgroup/cgroup.controllers; fi")
+		require.NoError(t, err)
+	}
 }

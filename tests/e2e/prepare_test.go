@@ -24,13 +24,10 @@ func TestPrepareAPi(t *testing.T) {
 	b := bed.Start(t, bed.Options{Name: "k3sfm", Subnet: "10.213.15", Controllers: 1, Workers: 1})
 	worker := b.Hosts.Host("node2")
 	args := clusterPlayArgs(t, c, b, t.TempDir(), map[string]any{"ansible_python_interpreter": "/usr/bin/python3", "k8s_cluster_prepare": true})
-	const cmdline = "console=serial0,115200 console=tty1 root=PARTUUID=4e639091-02 rootfstype=ext4 fsck.repair=yes rootwait"
-	_, err := worker.Exec(`set -e
-		mount -t tmpfs tmpfs /boot && mkdir /boot/firmware
-		echo '` + cmdline + `' >/boot/firmware/cmdline.txt
-		printf '#subsys_name\thierarchy\tnum_cgroups\tenabled\ncpu\t1\t1\t1\nmemory\t0\t1\t0\n' >/tmp/cgroups && mount --bind /tmp/cgroups /proc/cgroups
-		mkdir -p /etc/modules-load.d && mount -t tmpfs tmpfs /etc/modules-load.d`)
+	rebooted := piWithoutMemoryCgroup(t, worker)
+	_, err := worker.Exec("mkdir -p /etc/modules-load.d && mount -t tmpfs tmpfs /etc/modules-load.d")
 	require.NoError(t, err)
+	const cmdline = piCmdline
 
 	r := c.play(t, append(args, "--check", "--diff")...)
 	require.Error(t, r.err, "the kernel still lacks the memory cgroup: %s", r.output)
@@ -54,8 +51,7 @@ func TestPrepareAPi(t *testing.T) {
 	}
 
 	// Rebooted with the new command line: the kernel has the memory cgroup.
-	_, err = worker.Exec("umount /proc/cgroups")
-	require.NoError(t, err)
+	rebooted()
 	r = c.play(t, args...)
 	require.NoError(t, r.err, r.output)
 	assert.Contains(t, r.output, "node2 Ready")

@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -55,7 +56,7 @@ func TestRelease(t *testing.T) {
         kubeconfig: `+filepath.Join(dir, "missing-kubeconfig")+`
 `), 0o644))
 	run := func(env ...string) playResult {
-		return runIn(dir, append(c.env(t), env...), "ansible-playbook", "-i", "localhost,", play)
+		return runIn(context.Background(), dir, append(c.env(t), env...), "ansible-playbook", "-i", "localhost,", play)
 	}
 	cache := "XDG_CACHE_HOME=" + filepath.Join(dir, "cache")
 
@@ -86,7 +87,7 @@ func TestRelease(t *testing.T) {
 		raw, err := os.ReadFile(play)
 		require.NoError(t, err)
 		require.NoError(t, os.WriteFile(old, []byte(strings.Replace(string(raw), "flux_status_info", "flux_status", 1)), 0o644))
-		res := runIn(dir, append(c.env(t), cache), "ansible-playbook", "-i", "localhost,", old)
+		res := runIn(context.Background(), dir, append(c.env(t), cache), "ansible-playbook", "-i", "localhost,", old)
 		require.Error(t, res.err)
 		assert.Contains(t, res.output, "missing-kubeconfig", "redirected to flux_status_info, whose binary ran: %s", res.output)
 	})
@@ -128,7 +129,7 @@ func TestHermeticWithTheCollectionInstalled(t *testing.T) {
 		out := list(plain)
 		assert.Contains(t, out, users, out)
 		assert.Contains(t, out, installed.release.Version, out)
-		res := runIn(t.TempDir(), plain, "ansible-playbook", "-i", "localhost,", "gitops.k3s_flux.reset")
+		res := runIn(context.Background(), t.TempDir(), plain, "ansible-playbook", "-i", "localhost,", "gitops.k3s_flux.reset")
 		require.Error(t, res.err)
 		assert.Contains(t, res.output, bed.DecoyMessage)
 	})

@@ -49,11 +49,7 @@ func TestStrictK3sJoin(t *testing.T) {
 	// play runs ansible-playbook in a mount namespace of its own whose /etc/hosts names the
 	// endpoint (the machine's stays as it is), within ctx.
 	play := func(ctx context.Context, args ...string) playResult {
-		cmd := exec.CommandContext(ctx, "unshare", append([]string{"--mount", "sh", "-c", `mount --bind "$0" /etc/hosts && exec ansible-playbook "$@"`, hosts}, args...)...)
-		cmd.Env = c.env(t)
-		start := time.Now()
-		out, err := cmd.CombinedOutput()
-		r := parseRecap(playResult{output: string(out), err: err, duration: time.Since(start), recap: map[string]map[string]int{}})
+		r := runIn(ctx, "", c.env(t), "unshare", append([]string{"--mount", "sh", "-c", `mount --bind "$0" /etc/hosts && exec ansible-playbook "$@"`, hosts}, args...)...)
 		noteFailure(t, r)
 		return r
 	}
