@@ -94,9 +94,27 @@ func Check(h Host, want Want) []Finding {
 	return out
 }
 
+// RebootPending is findings for a host whose kernel command line
+// preparation has set (or would set, in check mode) and that reboots before
+// k3s is installed: the missing memory cgroup is a warning, fixed by that
+// reboot.
+func RebootPending(findings []Finding) []Finding {
+	out := make([]Finding, 0, len(findings))
+	for _, f := range findings {
+		if f.Check == memoryCgroupCheck {
+			f.Severity = Warning
+			f.Fix = "none by hand: the kernel command line as prepared enables it, and the host reboots before k3s is installed"
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
 // MemoryCgroupMissing says whether the kernel runs without the memory
 // cgroup controller (what preparation fixes on a Pi).
 func MemoryCgroupMissing(h Host) bool { return len(memoryCgroup(h)) > 0 }
+
+const memoryCgroupCheck = "memory cgroup"
 
 // memoryCgroup: k3s will not start without the memory controller (its
 // check in pkg/cgroups; the install script's hint names cmdline.txt).
@@ -105,11 +123,11 @@ func memoryCgroup(h Host) []Finding {
 		if slices.Contains(strings.Fields(controllers), "memory") {
 			return nil
 		}
-		return []Finding{{Check: "memory cgroup", Severity: Error, Seen: "cgroup v2 without the memory controller (/sys/fs/cgroup/cgroup.controllers: " + strings.TrimSpace(controllers) + ")", Fix: cmdlineFix(h)}}
+		return []Finding{{Check: memoryCgroupCheck, Severity: Error, Seen: "cgroup v2 without the memory controller (/sys/fs/cgroup/cgroup.controllers: " + strings.TrimSpace(controllers) + ")", Fix: cmdlineFix(h)}}
 	}
 	cgroups, ok := h.read("/proc/cgroups")
 	if !ok {
-		return []Finding{{Check: "memory cgroup", Severity: Error, Seen: "neither /sys/fs/cgroup/cgroup.controllers nor /proc/cgroups can be read", Fix: "a kernel with cgroups (v2 preferred) mounted at /sys/fs/cgroup"}}
+		return []Finding{{Check: memoryCgroupCheck, Severity: Error, Seen: "neither /sys/fs/cgroup/cgroup.controllers nor /proc/cgroups can be read", Fix: "a kernel with cgroups (v2 preferred) mounted at /sys/fs/cgroup"}}
 	}
 	for _, line := range strings.Split(cgroups, "\n") {
 		f := strings.Fields(line)
@@ -117,10 +135,10 @@ func memoryCgroup(h Host) []Finding {
 			if f[3] == "1" {
 				return nil
 			}
-			return []Finding{{Check: "memory cgroup", Severity: Error, Seen: "cgroup v1 with the memory controller disabled (/proc/cgroups)", Fix: cmdlineFix(h)}}
+			return []Finding{{Check: memoryCgroupCheck, Severity: Error, Seen: "cgroup v1 with the memory controller disabled (/proc/cgroups)", Fix: cmdlineFix(h)}}
 		}
 	}
-	return []Finding{{Check: "memory cgroup", Severity: Error, Seen: "no memory controller in /proc/cgroups", Fix: cmdlineFix(h)}}
+	return []Finding{{Check: memoryCgroupCheck, Severity: Error, Seen: "no memory controller in /proc/cgroups", Fix: cmdlineFix(h)}}
 }
 
 // CgroupWords are what a Raspberry Pi's kernel needs for the memory

@@ -1,7 +1,7 @@
 // Command k3s_node is the Ansible modules that change a node: k3s_node
 // installs k3s and keeps its service enabled, active and answering;
-// k3s_prepare makes the host ready for it. One binary, so that a node
-// receives one.
+// k3s_prepare makes the host ready for it; k3s_reboot reboots it. One
+// binary, so that a node receives one.
 package main
 
 import (
@@ -12,6 +12,7 @@ import (
 	"github.com/gitops-k3s-flux/k3s_flux/internal/k3snode"
 	"github.com/gitops-k3s-flux/k3s_flux/internal/preflight"
 	"github.com/gitops-k3s-flux/k3s_flux/internal/prepare"
+	k3sreboot "github.com/gitops-k3s-flux/k3s_flux/modules/k3s_reboot"
 )
 
 func main() {
@@ -21,5 +22,6 @@ func main() {
 	ansible.MainMulti(map[string]ansible.Entry{
 		"k3s_node":    {Module: module, Run: k3snode.With(run)},
 		"k3s_prepare": {Module: prepare.Module, Run: node.Run},
+		"k3s_reboot":  {Module: k3sreboot.Module, Run: k3sreboot.ThisNode.Run},
 	})
 }

@@ -49,6 +49,7 @@ var module = &ansible.Module{
 					{Name: "flannel_backend", Default: "vxlan", Description: []string{"k3s's C(flannel-backend): C(vxlan) needs the C(vxlan) module."}},
 					{Name: "install_source", Default: "script", Choices: []any{"script", "airgap"}, Description: []string{"How k3s is installed: C(airgap) needs no download tool."}},
 					{Name: "api_port", Type: ansible.TypeInt, Default: 6443, Positive: true, Description: []string{"k3s's C(https-listen-port), checked on a server."}},
+					{Name: "reboot_pending", Type: ansible.TypeBool, Default: false, Description: []string{"The host's kernel command line was prepared for the memory cgroup (module k3s_prepare) and the host reboots before k3s is installed, as role k8s_cluster does: a missing memory cgroup is then a warning. For a C(--check) run, where the reboot is not made."}},
 				}},
 		},
 	},
@@ -89,6 +90,7 @@ type preflightArgs struct {
 	FlannelBackend string `json:"flannel_backend"`
 	InstallSource  string `json:"install_source"`
 	APIPort        int    `json:"api_port"`
+	RebootPending  bool   `json:"reboot_pending"`
 }
 
 func run(ctx context.Context, req *ansible.Request, sys k3snode.System, where k3snode.Paths) (*ansible.Result, error) {
@@ -152,6 +154,9 @@ var thisHost = preflight.ThisHost
 func checkReady(req *ansible.Request, res *ansible.Result, p preflightArgs, dataDir string, k3sRunning bool) error {
 	findings := preflight.Check(thisHost(), preflight.Want{Role: p.Role, Etcd: p.Etcd, FlannelBackend: p.FlannelBackend,
 		InstallSource: p.InstallSource, DataDir: dataDir, APIPort: p.APIPort, K3sRunning: k3sRunning})
+	if p.RebootPending {
+		findings = preflight.RebootPending(findings)
+	}
 	if findings == nil {
 		findings = []preflight.Finding{}
 	}

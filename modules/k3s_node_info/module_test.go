@@ -133,6 +133,11 @@ func TestPreflight(t *testing.T) {
 	assert.Len(t, res["warnings"], 2)
 	assert.Contains(t, res["warnings"].([]any)[0], "not ready for k3s (error): memory cgroup")
 
+	// A Pi whose command line preparation fixed, rebooting before the install (--check).
+	res, code = runInfo(map[string]any{"preflight": map[string]any{"role": "agent", "reboot_pending": true}, "_ansible_check_mode": true})
+	require.Equal(t, 0, code, res["msg"])
+	assert.Contains(t, res["warnings"], "not ready for k3s (warning): memory cgroup: cgroup v2 without the memory controller (/sys/fs/cgroup/cgroup.controllers: cpuset cpu io pids). Fix: none by hand: the kernel command line as prepared enables it, and the host reboots before k3s is installed")
+
 	res, code = runInfo(map[string]any{})
 	require.Equal(t, 0, code, res["msg"])
 	assert.NotContains(t, res, "preflight")

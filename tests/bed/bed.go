@@ -89,19 +89,24 @@ func Up(ctx context.Context, opts Options) (b *Bed, err error) {
 		}
 	}()
 	// The test hosts have no systemd: each gets the systemctl stand-in
-	// that starts and stops the k3s stand-in, as systemd would k3s, and the
-	// journalctl stand-in that shows what it logged.
-	tools := map[string][]byte{}
+	// that starts and stops the k3s stand-in, as systemd would k3s, and
+	// reboots the host; the journalctl stand-in that shows what it logged;
+	// a reboot that is systemctl's (as systemd's is), never the machine's;
+	// and the boot hook that starts the enabled units at each boot.
+	tools := map[string][]byte{
+		"/usr/local/bin/reboot":          []byte("#!/bin/sh\nexec /usr/local/bin/systemctl reboot\n"),
+		testhosts.BootHooks + "/systemd": []byte("exec /usr/local/bin/systemctl __boot\n"),
+	}
 	for _, name := range []string{"systemctl", "journalctl"} {
-		if tools[name], err = os.ReadFile(filepath.Join(standinDir(), name+".sh")); err != nil {
+		if tools["/usr/local/bin/"+name], err = os.ReadFile(filepath.Join(standinDir(), name+".sh")); err != nil {
 			return b, err
 		}
 	}
 	var hostIPs []net.IP
 	for _, h := range hosts.Hosts {
 		hostIPs = append(hostIPs, net.ParseIP(h.Addr))
-		for name, content := range tools {
-			if err := h.WriteFile("/usr/local/bin/"+name, content, 0o755); err != nil {
+		for path, content := range tools {
+			if err := h.WriteFile(path, content, 0o755); err != nil {
 				return b, err
 			}
 		}

@@ -5,6 +5,8 @@ package bed_test
 import (
 	"context"
 	"fmt"
+	"net"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/gitops-k3s-flux/k3s_flux/tests/bed"
+	"github.com/gitops-k3s-flux/k3s_flux/tests/testhosts"
 )
 
 // TestK3sStandIn installs the stand-in on SSH test hosts as the real
@@ -238,6 +241,50 @@ func TestK3sStandIn(t *testing.T) {
 			out, err := agent.Exec("systemctl is-active k3s-agent")
 			return err == nil && out == "active\n"
 		}, 30*time.Second, 200*time.Millisecond, "joins once the Node and its Secret are gone")
+		require.NoError(t, bed.WaitNodeReady(ctx, kc, "node2"))
+	})
+
+	t.Run("a reboot stops everything and boots again: a new boot id, the enabled units started", func(t *testing.T) {
+		bootID := func() string {
+			out, err := agent.Exec("cat /proc/sys/kernel/random/boot_id")
+			if err != nil {
+				return ""
+			}
+			return strings.TrimSpace(out)
+		}
+		before := bootID()
+		require.Regexp(t, `^[0-9a-f-]{36}$`, before)
+		// What a reboot ends: a process, and a mount made while the host ran.
+		out, err := agent.Exec("setsid sleep 600 </dev/null >/dev/null 2>&1 & echo $!; printf 'Filename\tType\tSize\tUsed\tPriority\n/swap\tfile\t1\t0\t-2\n' >/var/lib/testhost/swaps && mount --bind /var/lib/testhost/swaps /proc/swaps")
+		require.NoError(t, err, out)
+		sleeper, err := strconv.Atoi(strings.TrimSpace(out))
+		require.NoError(t, err, out)
+
+		start := time.Now()
+		_, err = agent.Exec("systemctl reboot")
+		require.NoError(t, err)
+		assert.Less(t, time.Since(start), time.Second, "systemctl reboot returns at once, as systemd's")
+		require.Eventually(t, func() bool { after := bootID(); return after != "" && after != before }, 30*time.Second, 200*time.Millisecond, "boots again with a new boot id")
+		assert.False(t, testhosts.ProcessAlive(sleeper), "nothing of the last boot runs")
+		swaps, err := agent.Exec("cat /proc/swaps")
+		require.NoError(t, err)
+		assert.NotContains(t, swaps, "/swap\t", "the last boot's mounts are gone")
+		_, err = agent.Exec("test -s /etc/rancher/node/password")
+		assert.NoError(t, err, "the disk is kept")
+		require.Eventually(t, func() bool {
+			conn, err := net.DialTimeout("tcp", agent.Addr+":22", time.Second)
+			if err == nil {
+				_ = conn.Close()
+			}
+			return err == nil
+		}, 10*time.Second, 100*time.Millisecond, "sshd is back")
+		require.Eventually(t, func() bool {
+			out, err := agent.Exec("systemctl is-active k3s-agent")
+			return err == nil && out == "active\n"
+		}, 30*time.Second, 200*time.Millisecond, "the enabled unit starts at boot")
+		journal, err := agent.Exec("journalctl -u k3s-agent -n 20 -o cat --no-pager")
+		require.NoError(t, err)
+		assert.Regexp(t, `(?s)Stopped k3s-agent\.service.*Starting k3s-agent\.service`, journal)
 		require.NoError(t, bed.WaitNodeReady(ctx, kc, "node2"))
 	})
 

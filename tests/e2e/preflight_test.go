@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"fmt"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gitops-k3s-flux/k3s_flux/tests/bed"
+	"github.com/gitops-k3s-flux/k3s_flux/tests/testhosts"
 )
 
 // TestPreflightFindingsChangeNothing: hosts made to show what stops k3s on
@@ -105,23 +107,33 @@ func preflightCost(t *testing.T, h interface{ Exec(string) (string, error) }) st
 // piCmdline is a Raspberry Pi OS Bookworm's /boot/firmware/cmdline.txt.
 const piCmdline = "console=serial0,115200 console=tty1 root=PARTUUID=4e639091-02 rootfstype=ext4 fsck.repair=yes rootwait"
 
-// piWithoutMemoryCgroup makes h, in its own mount namespace (the machine's
-// files stay as they are), a Pi OS Bookworm whose kernel runs without the
-// memory cgroup: /boot/firmware/cmdline.txt without the cgroup words, and
-// the memory controller disabled as cgroup v1's /proc/cgroups and v2's
-// cgroup.controllers say. The function returned undoes the kernel's side, as a reboot
-// with the words would.
-func piWithoutMemoryCgroup(t *testing.T, h interface{ Exec(string) (string, error) }) (rebooted func()) {
+// piFirmware is a boot hook (testhosts.BootHooks) that models a Raspberry
+// Pi's kernel: without cgroup_enable=memory on the command line that
+// cmdline.txt gives it, it runs without the memory cgroup, as cgroup v1's
+// /proc/cgroups and v2's cgroup.controllers then say (files bound over
+// them for this boot).
+const piFirmware = `if ! grep -qw cgroup_enable=memory /boot/firmware/cmdline.txt; then
+  printf '#subsys_name\thierarchy\tnum_cgroups\tenabled\ncpu\t1\t1\t1\nmemory\t0\t1\t0\n' >/var/lib/testhost/cgroups
+  mount --bind /var/lib/testhost/cgroups /proc/cgroups
+  if [ -e /sys/fs/cgroup/cgroup.controllers ]; then
+    printf 'cpuset cpu io pids\n' >/var/lib/testhost/controllers
+    mount --bind /var/lib/testhost/controllers /sys/fs/cgroup/cgroup.controllers
+  fi
+fi
+`
+
+// piWithoutMemoryCgroup makes h a Pi OS Bookworm whose kernel runs without
+// the memory cgroup: /boot/firmware/cmdline.txt without the cgroup words,
+// and piFirmware run at every boot, this one included.
+func piWithoutMemoryCgroup(t *testing.T, h interface {
+	Exec(string) (string, error)
+	WriteFile(string, []byte, os.FileMode) error
+}) {
 	t.Helper()
-	_, err := h.Exec(`set -e
-		mount -t tmpfs tmpfs /boot && mkdir /boot/firmware
-		echo '` + piCmdline + `' >/boot/firmware/cmdline.txt
-		printf '#subsys_name\thierarchy\tnum_cgroups\tenabled\ncpu\t1\t1\t1\nmemory\t0\t1\t0\n' >/tmp/cgroups && mount --bind /tmp/cgroups /proc/cgroups
-		if [ -e /sys/fs/cgroup/cgroup.controllers ]; then printf 'cpuset cpu io pids\n' >/tmp/controllers && mount --bind /tmp/controllers /sys/fs/cgroup/cgroup.controllers; fi`)
+	_, err := h.Exec("mkdir -p /boot/firmware")
 	require.NoError(t, err)
-	return func() {
-		t.Helper()
-		_, err := h.Exec("umount /proc/cgroups; if grep -q ' /sys/fs/cgroup/cgroup.controllers ' /proc/self/mountinfo; then umount /sys/fs/cgroup/cgroup.controllers; fi")
-		require.NoError(t, err)
-	}
+	require.NoError(t, h.WriteFile("/boot/firmware/cmdline.txt", []byte(piCmdline+"\n"), 0o644))
+	require.NoError(t, h.WriteFile(testhosts.BootHooks+"/pi-firmware", []byte(piFirmware), 0o755))
+	_, err = h.Exec("sh " + testhosts.BootHooks + "/pi-firmware")
+	require.NoError(t, err)
 }

@@ -103,6 +103,11 @@ func run(args []string) error {
 	if parseErr != nil {
 		return parseErr
 	}
+	if role == "agent" || !s.bool("disable-agent") {
+		if err := validateCgroups("/"); err != nil {
+			return err
+		}
+	}
 	bed, err := readBed()
 	if err != nil {
 		return err

@@ -5,7 +5,10 @@
 # once k3s says it runs (k3s's READY=1), and restarts it 5 s after it exits,
 # the unit "activating (auto-restart)" meanwhile. `start` waits for READY
 # with no timeout (TimeoutStartSec=0), failing only when k3s exits first;
-# `--no-block` returns at once. See docs/testing.md for the systemd sources.
+# `--no-block` returns at once. `reboot` returns at once too; then the
+# units stop, everything else on the host is killed, and the test host boots
+# again (tests/testhosts), where `__boot` starts the enabled units. See
+# docs/testing.md for the systemd sources.
 STATE=/var/lib/rancher/k3s/standin
 SELF="$0"
 verb="${1:-}"; shift || true
@@ -20,13 +23,17 @@ for a in "$@"; do
     *) unit="${a%.service}" ;;
   esac
 done
-case "$verb" in daemon-reload) exit 0 ;; esac
-case "$unit" in k3s|k3s-agent) ;; *) echo "systemctl stand-in: unit ${unit:-(none)} not found" >&2; exit 5 ;; esac
-super="$STATE/$unit.supervisor"   # the supervisor's pid: the unit is started
-main="$STATE/$unit.pid"           # k3s's pid
-state="$STATE/$unit.state"        # ActiveState SubState
-restarts="$STATE/$unit.restarts"  # NRestarts
-log="$STATE/$unit.log"
+UNITS="k3s k3s-agent"
+MACHINE=/var/lib/testhost  # tests/testhosts' MachineDir
+
+use() {
+  unit="$1"
+  super="$STATE/$unit.supervisor"   # the supervisor's pid: the unit is started
+  main="$STATE/$unit.pid"           # k3s's pid
+  state="$STATE/$unit.state"        # ActiveState SubState
+  restarts="$STATE/$unit.restarts"  # NRestarts
+  log="$STATE/$unit.log"
+}
 
 alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null && ! grep -q '^State:.*Z' "/proc/$(cat "$1")/status" 2>/dev/null; }
 current() { if alive "$super" && [ -f "$state" ]; then cat "$state"; else echo "inactive dead"; fi; }
@@ -111,6 +118,50 @@ start() {
     sleep 0.1
   done
 }
+
+# shutdown is what follows `systemctl reboot`: systemd stops the units,
+# then kills what is left, then the machine reboots. Here: the request is
+# left for the test host's boot loop, and every other process in this
+# host's mount namespace (sshd's listener among them) gets SIGTERM, then
+# SIGKILL.
+shutdown() {
+  sleep 0.5
+  for u in $UNITS; do
+    use "$u"
+    if alive "$super"; then stop; fi
+  done
+  touch "$MACHINE/reboot"
+  me=$(readlink /proc/self/ns/mnt)
+  for sig in TERM KILL; do
+    for p in /proc/[0-9]*; do
+      pid=${p#/proc/}
+      [ "$pid" != $$ ] && [ "$(readlink "$p/ns/mnt" 2>/dev/null)" = "$me" ] && kill -s "$sig" "$pid" 2>/dev/null
+    done
+    sleep 1
+  done
+}
+
+# boot is what systemd does at boot for these units: what ran before is
+# gone (their /run state), and the enabled ones start.
+boot() {
+  noblock=true
+  for u in $UNITS; do
+    use "$u"
+    rm -f "$super" "$main"
+    [ -f "$state" ] && echo "inactive dead" >"$state"
+    if [ -f "$STATE/$u.enabled" ] && [ -f "$STATE/$u.exec" ]; then
+      start
+    fi
+  done
+}
+
+case "$verb" in
+  daemon-reload) exit 0 ;;
+  reboot) setsid sh "$SELF" __shutdown </dev/null >/dev/null 2>&1 & exit 0 ;;
+  __shutdown) shutdown; exit 0 ;;
+  __boot) boot; exit 0 ;;
+esac
+case "$unit" in k3s|k3s-agent) use "$unit" ;; *) echo "systemctl stand-in: unit ${unit:-(none)} not found" >&2; exit 5 ;; esac
 
 case "$verb" in
   __supervise) supervise ;;

@@ -87,6 +87,9 @@ func (b *Bed) startForeignHost(h *Host, index int, arch string) error {
 	if err := writeSudoers(filepath.Join(h.Chroot, "etc", "sudoers.d")); err != nil {
 		return err
 	}
+	if err := os.MkdirAll(filepath.Join(h.Chroot, BootHooks), 0o755); err != nil {
+		return err
+	}
 	// The config stays under h.Root, seen at the same path inside through
 	// the bed directory's bind mount below, so that sshd's command line
 	// names this host (isOurSSHD).
@@ -104,7 +107,7 @@ mount -t tmpfs -o mode=0755 tmpfs %[1]s/run
 mkdir -p %[1]s/run/sshd %[1]s%[4]s
 mount --bind %[4]s %[1]s%[4]s
 hostname %[2]s
-exec chroot %[1]s /usr/sbin/sshd -D -e -f %[3]s
-`, h.Chroot, h.Name, config, b.Dir)
-	return h.start(script)
+%[5]sexec chroot %[1]s /usr/sbin/sshd -D -e -f %[3]s
+`, h.Chroot, h.Name, config, b.Dir, h.boot(h.Chroot, "chroot "+h.Chroot+" sh"))
+	return h.start(script, filepath.Join(h.Chroot, MachineDir))
 }

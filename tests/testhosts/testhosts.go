@@ -1,11 +1,14 @@
 // Package testhosts creates SSH test hosts on this machine, made like a
 // homelab's nodes: each host is a network namespace with its own address on
 // a private bridge, its own hostname, its own /etc/rancher,
-// /var/lib/rancher, /var/lib/gitops.k3s_flux, /usr/local/bin, /root and /home (a private mount namespace), no
-// Python interpreter at all (hidden in that namespace), a user with sudo
-// rather than root to log in as, and an sshd that takes key auth only. It
-// writes an Ansible inventory for them and tears everything down by PID,
-// also what a crashed run left behind.
+// /var/lib/rancher, /var/lib/gitops.k3s_flux, /usr/local/bin, /root, /home,
+// /boot and /etc/modules-load.d (a private mount namespace), no Python
+// interpreter at all (hidden in that namespace), a user with sudo rather
+// than root to log in as, and an sshd that takes key auth only. A host
+// reboots when asked (RebootRequest): everything in it stops, and it boots
+// again in a new mount namespace with a new boot id. It writes an Ansible
+// inventory for them and tears everything down by PID, also what a crashed
+// run left behind.
 package testhosts
 
 import (
@@ -31,7 +34,23 @@ const (
 
 // PrivateDirs are the host paths each test host gets its own copy of
 // (/var/lib/gitops.k3s_flux: the module binaries a pipelined play keeps).
-var PrivateDirs = []string{"/etc/rancher", "/var/lib/rancher", "/var/lib/gitops.k3s_flux", "/usr/local/bin", "/root", "/home"}
+// /boot and /etc/modules-load.d: what a host's next boot reads;
+// MachineDir: the test host's own state across reboots.
+var PrivateDirs = []string{"/etc/rancher", "/var/lib/rancher", "/var/lib/gitops.k3s_flux", "/usr/local/bin", "/root", "/home",
+	"/boot", "/etc/modules-load.d", MachineDir}
+
+// MachineDir holds, inside each host, what the test bed keeps of it across
+// reboots: BootHooks, its boot id, and the request to reboot.
+const MachineDir = "/var/lib/testhost"
+
+// BootHooks is the directory, inside each host, whose scripts the host runs
+// as root at every boot, before sshd starts: the systemctl stand-in starts
+// the enabled units there; a test models a Raspberry Pi's firmware there.
+const BootHooks = MachineDir + "/boot.d"
+
+// RebootRequest is the file, inside each host, that asks it to boot again
+// once everything in it has stopped (the systemctl stand-in's reboot).
+const RebootRequest = MachineDir + "/reboot"
 
 // User is the account Ansible logs in as: unprivileged, with sudo (without
 // a password), as on a homelab's node. Its UID is unlikely to be taken on
@@ -81,7 +100,7 @@ type Host struct {
 	Group string `json:"group"`
 	Addr  string `json:"addr"`
 	NetNS string `json:"netns"`
-	PID   int    `json:"pid"` // sshd, which holds the host's namespaces
+	PID   int    `json:"pid"` // the host's boot loop (sshd's PID is in sshd.pid)
 	Root  string `json:"root"`
 	// Chroot is the root filesystem a host of another CPU runs in; empty
 	// for the others.
@@ -210,6 +229,9 @@ func (b *Bed) startHost(h *Host, index int, python bool) error {
 			return fmt.Errorf("create %s: %w", d, err)
 		}
 	}
+	if err := os.MkdirAll(filepath.Join(h.Root, privateName(MachineDir), filepath.Base(BootHooks)), 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", BootHooks, err)
+	}
 	if err := b.plumb(h, index); err != nil {
 		return err
 	}
@@ -254,8 +276,10 @@ func (b *Bed) startHost(h *Host, index int, python bool) error {
 		fmt.Fprintf(&script, "mount --bind %s %s\n", filepath.Join(h.Root, "etc", privateName(f)), f)
 	}
 	script.WriteString(hide)
-	fmt.Fprintf(&script, "hostname %s\nexec /usr/sbin/sshd -D -e -f %s\n", h.Name, config)
-	return h.start(script.String())
+	fmt.Fprintf(&script, "hostname %s\n", h.Name)
+	script.WriteString(h.boot("", "sh"))
+	fmt.Fprintf(&script, "exec /usr/sbin/sshd -D -e -f %s\n", config)
+	return h.start(script.String(), filepath.Join(h.Root, privateName(MachineDir)))
 }
 
 // plumb makes the host's network namespace, linked to the bridge.
@@ -312,15 +336,45 @@ func writeAuthorizedKeys(home string, pub []byte) error {
 	return nil
 }
 
-// start runs script in new mount and UTS namespaces inside the host's
-// network namespace; its last command execs sshd, whose PID is recorded.
-func (h *Host) start(script string) error {
+// boot is the shell, run in the host's new namespaces just before sshd,
+// that makes a boot: a new boot id (bound over the kernel's, under root: ""
+// or a chroot), each of BootHooks run (by run: "sh", or "chroot <root> sh"),
+// and sshd's PID-to-be recorded for Exec.
+func (h *Host) boot(root, run string) string {
+	machine := filepath.Join(h.Root, privateName(MachineDir))
+	if root != "" {
+		machine = filepath.Join(root, MachineDir)
+	}
+	return fmt.Sprintf(`cat /proc/sys/kernel/random/uuid >%[1]s/boot_id
+mount --bind %[1]s/boot_id %[2]s/proc/sys/kernel/random/boot_id
+for hook in %[1]s/boot.d/*; do
+  [ -f "$hook" ] || continue
+  %[3]s %[4]s/boot.d/"${hook##*/}" || echo "boot hook $hook failed"
+done
+echo $$ >%[5]s
+`, machine, root, run, MachineDir, filepath.Join(h.Root, "sshd.pid"))
+}
+
+// start runs the host: script in new mount and UTS namespaces inside the
+// host's network namespace, its last command exec'ing sshd. When sshd exits
+// on the host's request to reboot (machine/reboot, the host's RebootRequest
+// seen from outside), it starts again after a second, as a machine boots;
+// otherwise the loop ends.
+func (h *Host) start(script, machine string) error {
 	logFile, err := os.Create(filepath.Join(h.Root, "sshd.log"))
 	if err != nil {
 		return fmt.Errorf("create sshd log: %w", err)
 	}
 	defer logFile.Close()
-	cmd := exec.Command("ip", "netns", "exec", h.NetNS, "unshare", "--mount", "--uts", "--propagation", "private", "--", "sh", "-c", script)
+	request := filepath.Join(machine, filepath.Base(RebootRequest))
+	loop := fmt.Sprintf(`while :; do
+  rm -f %[1]s
+  ip netns exec %[2]s unshare --mount --uts --propagation private -- sh -c "$0"
+  [ -e %[1]s ] || exit 0
+  echo "rebooting"
+  sleep 1
+done`, request, h.NetNS)
+	cmd := exec.Command("sh", "-c", loop, script)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // not killed with the caller's terminal
 	if err := cmd.Start(); err != nil {
@@ -477,9 +531,10 @@ func (h *Host) Exec(command string) (string, error) {
 }
 
 // shell is sh -c script with args inside the host: its network, mount and
-// UTS namespaces and its root directory.
+// UTS namespaces and its root directory, those of its sshd of this boot.
 func (h *Host) shell(script string, args ...string) *exec.Cmd {
-	argv := append([]string{"-t", strconv.Itoa(h.PID), "-m", "-u", "-n", "-r", "-w", "--", "sh", "-c", script}, args...)
+	pid, _ := os.ReadFile(filepath.Join(h.Root, "sshd.pid"))
+	argv := append([]string{"-t", strings.TrimSpace(string(pid)), "-m", "-u", "-n", "-r", "-w", "--", "sh", "-c", script}, args...)
 	return exec.Command("nsenter", argv...)
 }
 
