@@ -1,0 +1,139 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gitops-k3s-flux/k3s_flux/tests/bed"
+)
+
+// TestRebootRolling: playbooks/reboot.yml on a 3+1 cluster. Without -l it
+// asks first and, unanswered, changes nothing; --check reboots nothing;
+// the rollout reboots the servers, then the agent, one at a time, each
+// drained (a PodDisruptionBudget respected), back with k3s running, its
+// Node Ready and uncordoned before the next (the test hosts reboot: sshd
+// gone and back, a new boot id); a drain that cannot finish stops the
+// rollout, naming the node, which stays cordoned, and the nodes after it
+// are not rebooted.
+func TestRebootRolling(t *testing.T) {
+	// Mostly waiting (reboots, drains): beside the other waiting tests.
+	t.Parallel()
+	c := installCollection(t)
+	b := bed.Start(t, bed.Options{Name: "k3sfo", Subnet: "10.213.16", Controllers: 3, Workers: 1})
+	dir := t.TempDir()
+	args := clusterPlayArgs(t, c, b, dir, map[string]any{"k8s_cluster_drain_options": map[string]any{"ignore_daemonsets": true, "wait_timeout": 10, "wait_sleep": 1}})
+	r := c.play(t, args...)
+	require.NoError(t, r.err, r.output)
+	kc, _, err := b.Clients()
+	require.NoError(t, err)
+	reboot := func(extra ...string) playResult {
+		t.Helper()
+		a := append([]string{}, args...)
+		a[2] = filepath.Join(c.root, "playbooks", "reboot.yml")
+		return c.play(t, append(a, extra...)...)
+	}
+	nodes := []string{"node1", "node2", "node3", "node4"}
+	bootIDs := func() map[string]string {
+		t.Helper()
+		out := map[string]string{}
+		for _, n := range nodes {
+			id, err := b.Hosts.Host(n).Exec("cat /proc/sys/kernel/random/boot_id")
+			require.NoError(t, err)
+			out[n] = strings.TrimSpace(id)
+		}
+		return out
+	}
+	rebooted := func(before map[string]string) []string {
+		t.Helper()
+		var out []string
+		for n, id := range bootIDs() {
+			if id != before[n] {
+				out = append(out, n)
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	uncordoned := map[string]string{"node1": "v1.36.2+k3s1", "node2": "v1.36.2+k3s1", "node3": "v1.36.2+k3s1", "node4": "v1.36.2+k3s1"}
+	workload(t, kc, "web", 4, "")
+
+	t.Run("unconfirmed", func(t *testing.T) {
+		before := bootIDs()
+		r := reboot()
+		require.Error(t, r.err)
+		flat := strings.Join(strings.Fields(r.output), " ")
+		assert.Contains(t, flat, "Not confirmed (answer yes, set k8s_cluster_reboot_confirmed=true, or name the hosts with -l): every host of the inventory was to be rebooted (node1, node2, node3, node4); nothing was changed.")
+		assert.Empty(t, rebooted(before))
+	})
+
+	t.Run("check", func(t *testing.T) {
+		before := bootIDs()
+		r := reboot("-l", "node2,node4", "--check")
+		require.NoError(t, r.err, r.output)
+		for _, n := range []string{"node2", "node4"} {
+			assert.Contains(t, rebootTasks(r.output), n, "the reboot %s would make", n)
+		}
+		assert.Empty(t, rebooted(before), "check mode reboots nothing")
+		assert.Equal(t, uncordoned, nodeVersions(t, kc), "and cordons nothing")
+	})
+
+	t.Run("rolling", func(t *testing.T) {
+		before := bootIDs()
+		w := watchCordons(kc)
+		r := reboot("-e", "k8s_cluster_reboot_confirmed=true")
+		most, order := w.done()
+		if r.err != nil {
+			logDisruption(t, kc)
+		}
+		require.NoError(t, r.err, r.output)
+		t.Logf("rolling reboot of 3+1 nodes: %s", r.duration)
+		assert.Equal(t, nodes, rebooted(before), "every node rebooted")
+		assert.Equal(t, 1, most, "one node unschedulable at a time")
+		assert.Equal(t, nodes, order, "servers in order, then the agent")
+		assert.Equal(t, uncordoned, nodeVersions(t, kc), "all back and uncordoned")
+		for _, n := range nodes {
+			unit := map[bool]string{true: "k3s", false: "k3s-agent"}[n != "node4"]
+			out, err := b.Hosts.Host(n).Exec("systemctl is-active " + unit)
+			assert.NoError(t, err, "%s: %s", n, out)
+		}
+		assert.Equal(t, nodes, rebootTasks(r.output), "one reboot task per node, in order")
+	})
+
+	t.Run("stops", func(t *testing.T) {
+		workload(t, kc, "pinned", 1, "node3")
+		before := bootIDs()
+		r := reboot("-l", "node3,node4")
+		require.Error(t, r.err)
+		flat := strings.Join(strings.Fields(r.output), " ")
+		assert.Contains(t, flat, "The reboot of node3 (Node node3) failed at 'Drain the node before its reboot': drain node node3: not done after 10s: 1 pod(s) still held back by a PodDisruptionBudget (default/pinned-", r.output)
+		assert.Contains(t, flat, "The rollout stopped there: node4 was not rebooted, and the Node node3 is left cordoned.")
+		assert.Empty(t, rebooted(before), "neither node3 nor node4 rebooted")
+		want := map[string]string{}
+		for k, v := range uncordoned {
+			want[k] = v
+		}
+		want["node3"] += " cordoned"
+		assert.Equal(t, want, nodeVersions(t, kc))
+		require.NoError(t, kc.PolicyV1().PodDisruptionBudgets("default").Delete(context.Background(), "pinned", metav1.DeleteOptions{}))
+	})
+}
+
+// rebootTasks are the hosts that the reboot tasks of a reboot.yml run
+// reported changed, in order.
+func rebootTasks(output string) []string {
+	var out []string
+	for _, m := range regexp.MustCompile(`Reboot the node and wait until it is back\] \*+\s+(?:skipping: \[\w+\]\s+)*changed: \[(\w+)\]`).FindAllStringSubmatch(output, -1) {
+		out = append(out, m[1])
+	}
+	return out
+}
