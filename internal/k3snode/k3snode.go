@@ -34,10 +34,12 @@ type Paths struct {
 	Kubeconfig string
 	// NodeID holds the suffix with-node-id adds to the node name.
 	NodeID string
+	// UnitDir holds the units' environment files (EnvFile).
+	UnitDir string
 }
 
 // DefaultPaths are k3s's own defaults.
-var DefaultPaths = Paths{BinDir: "/usr/local/bin", DataDir: "/var/lib/rancher/k3s", Kubeconfig: "/etc/rancher/k3s/k3s.yaml", NodeID: "/etc/rancher/node/id"}
+var DefaultPaths = Paths{BinDir: "/usr/local/bin", DataDir: "/var/lib/rancher/k3s", Kubeconfig: "/etc/rancher/k3s/k3s.yaml", NodeID: "/etc/rancher/node/id", UnitDir: "/etc/systemd/system"}
 
 // NodeID is the suffix k3s adds to the node name with with-node-id, "" when
 // it made none (it does at its first start with that flag).
@@ -97,7 +99,8 @@ type System interface {
 	// Run runs a command with extra environment and returns its combined
 	// output.
 	Run(ctx context.Context, env []string, name string, args ...string) (string, error)
-	Download(ctx context.Context, url string) ([]byte, error)
+	// Download fetches url, through proxy when it sets one.
+	Download(ctx context.Context, url string, proxy Proxy) ([]byte, error)
 	// Readyz asks the API on 127.0.0.1:port for /readyz with the
 	// kubeconfig's credentials; nil means it answered ok.
 	Readyz(ctx context.Context, kubeconfig string, port int) error
@@ -250,14 +253,20 @@ func (Real) Run(ctx context.Context, env []string, name string, args ...string) 
 	return out.String(), err
 }
 
-func (Real) Download(ctx context.Context, url string) ([]byte, error) {
+func (Real) Download(ctx context.Context, url string, proxy Proxy) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, fmt.Errorf("install_script_url %q: %w", url, err)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	client := http.DefaultClient
+	if f := proxy.Func(); f != nil {
+		transport := http.DefaultTransport.(*http.Transport).Clone()
+		transport.Proxy = f
+		client = &http.Client{Transport: transport}
+	}
+	resp, err := client.Do(req)
 	if err != nil {
 		return nil, err
 	}

@@ -63,11 +63,24 @@ func TestDownloadAndRun(t *testing.T) {
 		fmt.Fprint(w, script)
 	}))
 	defer srv.Close()
-	body, err := Real{}.Download(context.Background(), srv.URL+"/install.sh")
+	body, err := Real{}.Download(context.Background(), srv.URL+"/install.sh", Proxy{})
 	require.NoError(t, err)
 	assert.Equal(t, script, string(body))
-	_, err = Real{}.Download(context.Background(), srv.URL+"/other.sh")
+	_, err = Real{}.Download(context.Background(), srv.URL+"/other.sh", Proxy{})
 	assert.EqualError(t, err, "GET "+srv.URL+"/other.sh: 404 Not Found")
+
+	// Through a proxy, which is asked for the whole URL (and answers it here, so nothing
+	// leaves the machine).
+	var asked []string
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked = append(asked, r.URL.String())
+		fmt.Fprint(w, script)
+	}))
+	defer proxy.Close()
+	body, err = Real{}.Download(context.Background(), "http://get.k3s.invalid/install.sh", Proxy{HTTP: proxy.URL})
+	require.NoError(t, err)
+	assert.Equal(t, script, string(body))
+	assert.Equal(t, []string{"http://get.k3s.invalid/install.sh"}, asked)
 
 	out, err := Real{}.Run(context.Background(), []string{"K3S_TEST=42"}, "sh", "-c", "echo $K3S_TEST; echo err >&2")
 	require.NoError(t, err)

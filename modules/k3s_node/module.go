@@ -84,6 +84,17 @@ var module = &ansible.Module{
 				Description: []string{"k3s's data directory (k3s C(data-dir)); the airgap images go under it."}},
 			{Name: "kubeconfig_path", Type: ansible.TypePath, Default: k3snode.DefaultPaths.Kubeconfig,
 				Description: []string{"The admin kubeconfig a server writes (k3s C(write-kubeconfig)), whose credentials C(/readyz) is asked with."}},
+			{Name: "proxy", Type: ansible.TypeDict,
+				Description: []string{
+					"The HTTP proxy the node goes through: the install script's download (fetched by the module, and by the script's curl), and k3s itself (its image pulls), as k3s documents: C(HTTP_PROXY), C(HTTPS_PROXY) and C(NO_PROXY) in the unit's environment file C(/etc/systemd/system/<unit>.service.env), which the install script writes (mode 0600, as it does) and this module keeps to these values afterwards, restarting k3s when they change; the file's other lines are left as they are.",
+					"A password in a URL is masked in the task's output and diff. Not set: the environment file's proxy lines are left alone; set to an empty dict, they are removed.",
+				},
+				Options: []ansible.Option{
+					{Name: "http_proxy", Description: []string{"The proxy for http URLs (C(HTTP_PROXY)), e.g. C(http://proxy.home.arpa:3128)."}},
+					{Name: "https_proxy", Description: []string{"The proxy for https URLs (C(HTTPS_PROXY))."}},
+					{Name: "no_proxy", Type: ansible.TypeList, Elements: ansible.TypeStr, Default: []any{},
+						Description: []string{"Hosts, domains (C(.home.arpa)) and CIDRs reached directly (C(NO_PROXY)). Role k8s_cluster adds the cluster and service CIDRs, C(.svc), C(.cluster.local), C(localhost), C(127.0.0.1) and every node's address."}},
+				}},
 		},
 		RequiredIf: []ansible.RequiredIf{
 			{Key: "state", Value: "present", Requirements: []string{"role", "version"}},
@@ -176,6 +187,20 @@ type args struct {
 	WaitTimeout      int    `json:"wait_timeout"`
 	DataDir          string `json:"data_dir"`
 	KubeconfigPath   string `json:"kubeconfig_path"`
+	Proxy            *struct {
+		HTTP    string   `json:"http_proxy"`
+		HTTPS   string   `json:"https_proxy"`
+		NoProxy []string `json:"no_proxy"`
+	} `json:"proxy"`
+}
+
+// proxy is the proxy the arguments set, and whether they set one (even
+// none: an empty dict).
+func (a args) proxy() (k3snode.Proxy, bool) {
+	if a.Proxy == nil {
+		return k3snode.Proxy{}, false
+	}
+	return k3snode.Proxy{HTTP: a.Proxy.HTTP, HTTPS: a.Proxy.HTTPS, NoProxy: strings.Join(a.Proxy.NoProxy, ",")}, true
 }
 
 // state is what the node has now.
@@ -310,12 +335,24 @@ func run(ctx context.Context, req *ansible.Request, sys k3snode.System, where k3
 			}
 		}
 	}
+	envChange, err := n.envChange(req, a, p.Service)
+	if err != nil {
+		return nil, err
+	}
+	if envChange != nil && !p.Install {
+		// systemd reads the file when the unit starts.
+		a.Restart = true
+		if p, err = decide(a, s); err != nil {
+			return nil, err
+		}
+	}
+	n.env = envChange
 	// The version the node has after the task (in check mode: would have).
 	after := s.Version
 	if p.Install {
 		after = a.Version
 	}
-	res := &ansible.Result{Changed: p.changed()}
+	res := &ansible.Result{Changed: p.changed() || envChange != nil}
 	res.Set("previous_version", s.Version)
 	res.Set("version", after)
 	res.Set("upgrade_pending", p.UpgradePending)
@@ -337,6 +374,9 @@ func run(ctx context.Context, req *ansible.Request, sys k3snode.System, where k3
 		}}
 	}
 	addSteps(res, steps)
+	if envChange != nil {
+		res.Diff = append(res.Diff, ansible.Diff{Before: envChange.Before, After: envChange.After, BeforeHeader: envChange.Path, AfterHeader: envChange.Path})
+	}
 	if req.CheckMode {
 		return res, nil
 	}
@@ -413,6 +453,9 @@ type node struct {
 	sys   k3snode.System
 	where k3snode.Paths
 	since int64 // when this task started k3s, in seconds since the epoch: its journal's start
+	// env is the unit's environment file as the task leaves it, nil when
+	// the task leaves it alone.
+	env *envChange
 }
 
 // read finds the installed version and the state of both units.
@@ -449,7 +492,13 @@ func (n node) carryOut(ctx context.Context, req *ansible.Request, a args, p plan
 		if err := n.install(ctx, req, a); err != nil {
 			return err
 		}
+		if err := n.writeEnv(a); err != nil {
+			return err
+		}
 		return n.systemctl(ctx, "restart", p.Service, "--no-block")
+	}
+	if err := n.writeEnv(a); err != nil {
+		return err
 	}
 	if p.Enable {
 		if err := n.systemctl(ctx, "enable", p.Service); err != nil {

@@ -40,7 +40,8 @@ type fakeNode struct {
 	// join); crashLooping units exit and are restarted again and again.
 	neverReady, crashLooping map[string]bool
 	restarts                 map[string]int
-	journal                  string // what journalctl answers
+	journal                  string   // what journalctl answers
+	lastEnv                  []string // the install script's extra environment
 }
 
 func newFakeNode() *fakeNode {
@@ -119,6 +120,7 @@ func (f *fakeNode) Run(_ context.Context, env []string, name string, args ...str
 		if f.installErr != nil {
 			return "[ERROR] Download failed", f.installErr
 		}
+		f.lastEnv = env
 		vars := map[string]string{}
 		for _, e := range env {
 			k, v, _ := strings.Cut(e, "=")
@@ -139,7 +141,7 @@ func (f *fakeNode) Run(_ context.Context, env []string, name string, args ...str
 	return "", fmt.Errorf("unexpected command %s", line)
 }
 
-func (f *fakeNode) Download(_ context.Context, url string) ([]byte, error) {
+func (f *fakeNode) Download(_ context.Context, url string, _ k3snode.Proxy) ([]byte, error) {
 	f.commands = append(f.commands, "download "+url)
 	return f.script, nil
 }
@@ -166,7 +168,7 @@ func (f *fakeNode) changes() []string {
 func testPaths(t *testing.T) k3snode.Paths {
 	dir := t.TempDir()
 	// k3s's own layout under dir: state=absent removes only directories shaped so.
-	p := k3snode.Paths{BinDir: filepath.Join(dir, "bin"), DataDir: filepath.Join(dir, "var", "lib", "rancher", "k3s"), Kubeconfig: filepath.Join(dir, "etc", "rancher", "k3s", "k3s.yaml")}
+	p := k3snode.Paths{BinDir: filepath.Join(dir, "bin"), DataDir: filepath.Join(dir, "var", "lib", "rancher", "k3s"), Kubeconfig: filepath.Join(dir, "etc", "rancher", "k3s", "k3s.yaml"), UnitDir: filepath.Join(dir, "etc", "systemd", "system")}
 	require.NoError(t, os.MkdirAll(filepath.Join(p.DataDir, "server"), 0o700))
 	require.NoError(t, os.MkdirAll(filepath.Dir(p.Kubeconfig), 0o700))
 	require.NoError(t, os.WriteFile(filepath.Join(p.DataDir, "server", "node-token"), []byte(testToken+"\n"), 0o600))
@@ -563,4 +565,48 @@ func TestNeverReady(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestProxy: the proxy reaches the install (its environment) and the
+// unit's environment file (0600, other lines kept, passwords masked in the
+// output); a changed proxy restarts k3s; the same one changes nothing.
+func TestProxy(t *testing.T) {
+	const password = "proxy-secret-4e1b"
+	where := testPaths(t)
+	envFile := filepath.Join(where.UnitDir, "k3s-agent.service.env")
+	f := newFakeNode()
+	withProxy := func(https string) map[string]any {
+		return map[string]any{"role": "agent", "proxy": map[string]any{"https_proxy": https, "no_proxy": []any{"localhost", "10.42.0.0/16"}}}
+	}
+	proxyURL := "http://homelab:" + password + "@proxy.home.arpa:3128"
+
+	res, code := runOn(t, f, where, withProxy(proxyURL))
+	require.Equal(t, 0, code, res["msg"])
+	assert.Contains(t, f.lastEnv, "HTTPS_PROXY="+proxyURL, "the install script's environment")
+	assert.Contains(t, f.lastEnv, "https_proxy="+proxyURL, "curl's lower-case variable too")
+	raw, err := os.ReadFile(envFile)
+	require.NoError(t, err)
+	assert.Equal(t, "HTTPS_PROXY="+proxyURL+"\nNO_PROXY=localhost,10.42.0.0/16\nhttps_proxy="+proxyURL+"\nno_proxy=localhost,10.42.0.0/16\n", string(raw))
+	st, err := os.Stat(envFile)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), st.Mode().Perm())
+
+	f.commands = nil
+	res, code = runOn(t, f, where, withProxy(proxyURL))
+	require.Equal(t, 0, code, res["msg"])
+	assert.Equal(t, false, res["changed"], "the same proxy: nothing")
+	assert.Empty(t, f.changes())
+
+	// Another line of the file (the install script's K3S_ ones) stays; a new proxy restarts.
+	require.NoError(t, os.WriteFile(envFile, append([]byte("K3S_KUBECONFIG_MODE=644\n"), raw...), 0o600))
+	res, code = runOn(t, f, where, map[string]any{"_ansible_diff": true, "role": "agent", "proxy": map[string]any{"https_proxy": "http://proxy2.home.arpa:3128"}})
+	require.Equal(t, 0, code, res["msg"])
+	assert.Equal(t, true, res["changed"])
+	assert.Equal(t, []string{"systemctl restart --no-block k3s-agent.service"}, f.changes())
+	raw, err = os.ReadFile(envFile)
+	require.NoError(t, err)
+	assert.Equal(t, "K3S_KUBECONFIG_MODE=644\nHTTPS_PROXY=http://proxy2.home.arpa:3128\nhttps_proxy=http://proxy2.home.arpa:3128\n", string(raw))
+	diff := fmt.Sprint(res["diff"])
+	assert.Contains(t, diff, "proxy2.home.arpa")
+	assert.NotContains(t, diff, password, "the old password masked in the diff")
 }

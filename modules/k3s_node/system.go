@@ -24,6 +24,10 @@ func (n node) install(ctx context.Context, req *ansible.Request, a args) error {
 	// changed. The module starts the unit itself, without blocking, and
 	// waits with a deadline (waitActive).
 	env := []string{"INSTALL_K3S_VERSION=" + a.Version, "INSTALL_K3S_EXEC=" + a.Role, "INSTALL_K3S_SKIP_START=true"}
+	// The script's curl goes through the proxy, and the script copies these
+	// into the unit's environment file (create_env_file).
+	proxy, _ := a.proxy()
+	env = append(env, proxy.Env()...)
 	var script string
 	if a.InstallSource == "airgap" {
 		if err := n.placeAirgapFiles(a); err != nil {
@@ -32,7 +36,7 @@ func (n node) install(ctx context.Context, req *ansible.Request, a args) error {
 		script = filepath.Join(n.where.BinDir, "k3s-install.sh")
 		env = append(env, "INSTALL_K3S_SKIP_DOWNLOAD=true")
 	} else {
-		body, err := n.sys.Download(ctx, a.InstallScriptURL)
+		body, err := n.sys.Download(ctx, a.InstallScriptURL, proxy)
 		if err != nil {
 			return fmt.Errorf("download the install script: %w", err)
 		}
@@ -121,4 +125,61 @@ func copyFile(src, dest string, mode os.FileMode) error {
 	}
 	defer in.Close()
 	return atomicfile.Write(dest, in, mode)
+}
+
+// envChange is the unit's environment file before and after the task.
+type envChange struct {
+	Path, Before, After string
+}
+
+// envChange is how the task changes the unit's environment file for the
+// proxy (nil when it leaves it as it is, or the proxy option is not set);
+// the proxy's passwords become secrets of the task first.
+func (n node) envChange(req *ansible.Request, a args, unit string) (*envChange, error) {
+	proxy, set := a.proxy()
+	if !set {
+		return nil, nil
+	}
+	for _, pw := range proxy.Passwords() {
+		req.AddSecret(pw)
+	}
+	path := k3snode.EnvFile(n.where, unit)
+	raw, err := os.ReadFile(path)
+	if err != nil && !os.IsNotExist(err) {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	// The file's own passwords too: a diff shows the proxy it replaces.
+	for _, pw := range k3snode.PasswordsIn(string(raw)) {
+		req.AddSecret(pw)
+	}
+	after := k3snode.WithProxy(string(raw), proxy)
+	if after == string(raw) {
+		return nil, nil
+	}
+	return &envChange{Path: path, Before: string(raw), After: after}, nil
+}
+
+// writeEnv puts the proxy into the unit's environment file, 0600 as the
+// install script makes it (it may hold a proxy password), after an install
+// wrote it (its lines in its own order) and before k3s starts.
+func (n node) writeEnv(a args) error {
+	if n.env == nil {
+		return nil
+	}
+	proxy, _ := a.proxy()
+	raw, err := os.ReadFile(n.env.Path)
+	if err != nil && !os.IsNotExist(err) {
+		return fmt.Errorf("read %s: %w", n.env.Path, err)
+	}
+	after := k3snode.WithProxy(string(raw), proxy)
+	if after == string(raw) {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(n.env.Path), 0o755); err != nil {
+		return err
+	}
+	if err := atomicfile.Write(n.env.Path, strings.NewReader(after), 0o600); err != nil {
+		return fmt.Errorf("write %s: %w", n.env.Path, err)
+	}
+	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible"
 	"github.com/gitops-k3s-flux/k3s_flux/internal/k3snode"
@@ -38,7 +39,7 @@ var module = &ansible.Module{
 				Description: []string{"The admin kubeconfig a server writes (k3s C(write-kubeconfig))."}},
 			{Name: "preflight", Type: ansible.TypeDict,
 				Description: []string{
-					"Check, changing nothing, that the host is ready for k3s as this role: the memory cgroup controller (cgroup v2 or v1); the kernel modules C(overlay), C(br_netfilter) and, for flannel's vxlan backend, C(vxlan), each loaded, built in or loadable; swap (a warning); the tools k3s's install script needs (systemd or OpenRC, curl or wget unless airgap, sha256sum); free space under C(data_dir) (an error under 1 GiB, a warning under 4 GiB); the ports k3s listens on (the API port and 10250, and 2379-2380 with embedded etcd) not taken by another process.",
+					"Check, changing nothing, that the host is ready for k3s as this role: the memory cgroup controller (cgroup v2 or v1); the kernel modules C(overlay), C(br_netfilter) and, for flannel's vxlan backend, C(vxlan), each loaded, built in or loadable; swap (a warning); the tools k3s's install script needs (systemd or OpenRC, curl or wget unless airgap, sha256sum); free space under C(data_dir) (an error under 1 GiB, a warning under 4 GiB); the ports k3s listens on (the API port and 10250, and 2379-2380 with embedded etcd) not taken by another process; the node's clock within 5 seconds of the Ansible controller's (certificates and etcd need agreeing clocks: the action plugin compares them, the time the module took counted in the node's favour).",
 					"Each finding names what was seen and the fix (for a Raspberry Pi, the C(cmdline.txt) to edit and the words to add). Returned as C(preflight). Not set: no check.",
 				},
 				Options: []ansible.Option{
@@ -70,6 +71,7 @@ var module = &ansible.Module{
 				"k3s-agent": map[string]any{"loaded": false, "enabled": false, "active": false, "active_state": "inactive", "sub_state": "dead", "restarts": 0}}},
 		{Name: "token", Description: []string{"The node token. A secret."}, Returned: "when return_token is true", Type: "str", Sample: "K10<sha256>::server:<secret>"},
 		{Name: "kubeconfig", Description: []string{"The admin kubeconfig's content. A secret."}, Returned: "when return_kubeconfig is true", Type: "str", Sample: "apiVersion: v1\nclusters: ..."},
+		{Name: "node_time", Description: []string{"The node's clock when the checks ran, in seconds since the epoch: the action plugin compares it with the controller's (the C(clock) finding)."}, Returned: "when preflight is set", Type: "float", Sample: 1796428800.25},
 		{Name: "preflight", Description: []string{"What the host lacks for k3s: each finding's C(check), C(severity) (C(error): k3s would not work; C(warning)), what was C(seen) and the C(fix). Empty when the host is ready."}, Returned: "when preflight is set", Type: "list",
 			Sample: []any{map[string]any{"check": "memory cgroup", "severity": "error", "seen": "cgroup v2 without the memory controller (/sys/fs/cgroup/cgroup.controllers: cpuset cpu io pids)", "fix": "add \"cgroup_memory=1 cgroup_enable=memory\" at the end of the single line in /boot/firmware/cmdline.txt, then reboot"}}},
 	},
@@ -140,6 +142,8 @@ func run(ctx context.Context, req *ansible.Request, sys k3snode.System, where k3
 		res.Set("kubeconfig", kubeconfig)
 	}
 	if a.Preflight != nil {
+		// For the clock check, which the action plugin makes against the controller's.
+		res.Set("node_time", float64(time.Now().UnixNano())/1e9)
 		return res, checkReady(req, res, *a.Preflight, a.DataDir, k3sRunning)
 	}
 	return res, nil

@@ -33,7 +33,7 @@ func (f *fakeServer) Run(_ context.Context, _ []string, name string, args ...str
 	return "LoadState=loaded\nActiveState=active\nSubState=running\nUnitFileState=enabled\nNRestarts=2\n", nil
 }
 
-func (f *fakeServer) Download(context.Context, string) ([]byte, error) {
+func (f *fakeServer) Download(context.Context, string, k3snode.Proxy) ([]byte, error) {
 	return nil, errors.New("no downloads")
 }
 

@@ -45,6 +45,10 @@ type Options struct {
 	// Python leaves the hosts their Python, for the benchmark's Python
 	// baseline; the collection's own plays need none.
 	Python bool
+	// ProxyDownloads serves the k3s downloads where the hosts cannot
+	// reach them (127.0.0.2, this machine's loopback, which is each host's
+	// own) and starts Proxy on the test network, through which they can.
+	ProxyDownloads bool
 }
 
 // Bed is a running test bed.
@@ -54,8 +58,9 @@ type Bed struct {
 	APIServer  string // https://<bridge address>:6443
 	Registry   *Registry
 	Hosts      *testhosts.Bed
-	Flux       *Flux // nil unless Options.Flux
-	K3s        *K3s  // the k3s stand-in's install script and binary
+	Flux       *Flux  // nil unless Options.Flux
+	K3s        *K3s   // the k3s stand-in's install script and binary
+	Proxy      *Proxy // nil unless Options.ProxyDownloads
 
 	cp *controlPlane
 }
@@ -122,7 +127,14 @@ func Up(ctx context.Context, opts Options) (b *Bed, err error) {
 	if err := b.Registry.pushCharts(chartDir(), filepath.Join(toolDir("flux-operator", "FLUX_OPERATOR_VERSION"), "crd", "bases"), filepath.Join(opts.Dir, "charts")); err != nil {
 		return b, fmt.Errorf("push test charts: %w", err)
 	}
-	if b.K3s, err = startK3s(ctx, filepath.Join(opts.Dir, "k3s"), hosts.BridgeAddr, b.APIServer, filepath.Join(opts.Dir, "cluster", "pki")); err != nil {
+	downloads := hosts.BridgeAddr
+	if opts.ProxyDownloads {
+		downloads = "127.0.0.2"
+		if b.Proxy, err = startProxy(hosts.BridgeAddr, "homelab", "proxy-secret-5d2a"); err != nil {
+			return b, err
+		}
+	}
+	if b.K3s, err = startK3s(ctx, filepath.Join(opts.Dir, "k3s"), downloads, b.APIServer, filepath.Join(opts.Dir, "cluster", "pki")); err != nil {
 		return b, err
 	}
 	if opts.Flux {
@@ -212,6 +224,9 @@ func (b *Bed) Down() error {
 	}
 	if b.K3s != nil {
 		b.K3s.stop()
+	}
+	if b.Proxy != nil {
+		b.Proxy.stop()
 	}
 	if b.cp != nil {
 		b.cp.stop()

@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -78,6 +79,17 @@ func TestPreflightFindingsChangeNothing(t *testing.T) {
 			untouched()
 		})
 	}
+	// A node whose clock is off the controller's: here the controller's is a minute ahead
+	// (ansible-playbook under faketime), so every node is a minute behind it.
+	t.Run("clock", func(t *testing.T) {
+		r := runIn(context.Background(), "", c.env(t), "faketime", append([]string{"-f", "+60s", "ansible-playbook"}, args...)...)
+		require.Error(t, r.err, r.output)
+		flat := strings.Join(strings.Fields(r.output), " ")
+		for _, host := range []string{"node1", "node2"} {
+			assert.Regexp(t, `fatal: \[`+host+`\]: FAILED! => .*this host is not ready for k3s as an? (server|agent) \(nothing was changed\): .*; clock: the node's clock is (59|60|61) s behind the Ansible controller's\. Fix: turn on time synchronisation \(timedatectl set-ntp true`, flat)
+		}
+		untouched()
+	})
 	t.Logf("%s", preflightCost(t, worker))
 }
 

@@ -39,7 +39,8 @@ mkdir -p "$BIN_DIR" "$STATE"
 chmod 700 "$STATE"
 # get_installed_hashes: the binary (one stand-in binary stands for every
 # version: its version file stands for its content), the unit and its environment.
-installed_hashes() { sha256sum "$BIN_DIR/k3s" "$STATE/version" "$STATE/$service.exec" 2>&1 || true; }
+env_file="/etc/systemd/system/$service.service.env"
+installed_hashes() { sha256sum "$BIN_DIR/k3s" "$STATE/version" "$STATE/$service.exec" "$env_file" 2>&1 || true; }
 PRE_INSTALL_HASHES="$(installed_hashes)"
 if [ "${INSTALL_K3S_SKIP_DOWNLOAD:-false}" != true ]; then
   info "Downloading k3s ${version} (test bed stand-in)"
@@ -55,13 +56,20 @@ printf '%s\n' "$version" >"$STATE/version"
 # The "unit": the command line, 0600 since it may hold the token.
 umask 077
 printf '%s\n' "$cmd" >"$STATE/$service.exec"
+# create_env_file: the unit's environment file (EnvironmentFile=-), 0600, with the K3S_ and
+# CONTAINERD_ variables of the install's environment, then its proxy variables in either case, as
+# the shell's export prints them (dash: NAME='value'; systemd takes the quotes off).
+mkdir -p "${env_file%/*}"
+sh -c export | while read -r _ v; do echo "$v"; done | grep -E '^(K3S|CONTAINERD)_' >"$env_file" || true
+sh -c export | while read -r _ v; do echo "$v"; done | grep -Ei '^(NO|HTTP|HTTPS)_PROXY' >>"$env_file" || true
+chmod 600 "$env_file"
 umask 022
 
 cat >"$BIN_DIR/$service-uninstall.sh" <<UNINSTALL
 #!/bin/sh
 set -e
 $BIN_DIR/systemctl stop $service || true
-rm -rf /etc/rancher/k3s /var/lib/rancher/k3s "$BIN_DIR/k3s" "$BIN_DIR/$service-uninstall.sh"
+rm -rf /etc/rancher/k3s /var/lib/rancher/k3s "$BIN_DIR/k3s" "$BIN_DIR/$service-uninstall.sh" "$env_file"
 UNINSTALL
 chmod 755 "$BIN_DIR/$service-uninstall.sh"
 

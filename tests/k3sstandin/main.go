@@ -29,6 +29,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -165,7 +166,8 @@ func record(role string, cli, fromConfig, warnings, mirrors []string, parseErr e
 		return out
 	}
 	line := map[string]any{"time": time.Now().Format(time.RFC3339Nano), "command": role,
-		"args": mask(cli), "config_args": mask(fromConfig), "warnings": warnings, "registry_mirrors": mirrors}
+		"args": mask(cli), "config_args": mask(fromConfig), "warnings": warnings, "registry_mirrors": mirrors,
+		"proxy_env": proxyEnv()}
 	if parseErr != nil {
 		line["error"] = parseErr.Error()
 	}
@@ -219,4 +221,17 @@ func isSecretFlag(arg string) bool {
 		return true
 	}
 	return false
+}
+
+// proxyEnv is the proxy k3s was started with (its unit's environment
+// file), a password in a URL masked, for the tests to see it arrived.
+func proxyEnv() map[string]string {
+	out := map[string]string{}
+	userinfo := regexp.MustCompile(`://([^:@/]+):[^@/]+@`)
+	for _, name := range []string{"HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY"} {
+		if v := os.Getenv(name); v != "" {
+			out[name] = userinfo.ReplaceAllString(v, "://$1:********@")
+		}
+	}
+	return out
 }

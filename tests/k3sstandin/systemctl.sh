@@ -41,6 +41,24 @@ current() { if alive "$super" && [ -f "$state" ]; then cat "$state"; else echo "
 # journal appends systemd's own line about the unit to its journal.
 journal() { echo "$(date +%s) $*" >>"$log"; }
 
+# load_env exports the unit's environment file, as systemd's
+# EnvironmentFile=-/etc/systemd/system/<unit>.service.env does (missing: no
+# error): NAME=value lines, quotes around a value taken off, comments and
+# empty lines skipped.
+load_env() {
+  f="/etc/systemd/system/$unit.service.env"
+  [ -f "$f" ] || return 0
+  while IFS= read -r line || [ -n "$line" ]; do
+    case "$line" in ''|'#'*|';'*) continue ;; esac
+    name="${line%%=*}"; value="${line#*=}"
+    case "$value" in
+      \'*\') value="${value#\'}"; value="${value%\'}" ;;
+      \"*\") value="${value#\"}"; value="${value%\"}" ;;
+    esac
+    export "$name=$value"
+  done <"$f"
+}
+
 # supervise runs as the unit's main loop until stopped (SIGTERM). What k3s
 # writes goes to the journal a line at a time, each with the second it was
 # written (journalctl --since reads it); mawk reads its input a line at a
@@ -55,7 +73,7 @@ supervise() {
     from=$(($(wc -l <"$log") + 1))
     rm -f "$main"
     # shellcheck disable=SC2046
-    { /usr/local/bin/k3s $(cat "$STATE/$unit.exec") 2>&1 </dev/null & echo $! >"$main"; wait $!; } |
+    { (load_env; exec /usr/local/bin/k3s $(cat "$STATE/$unit.exec")) 2>&1 </dev/null & echo $! >"$main"; wait $!; } |
       awk -W interactive '{ print systime() " " $0; fflush() }' >>"$log" &
     pipeline=$!
     while [ ! -s "$main" ]; do sleep 0.05; done

@@ -5,7 +5,7 @@ import unittest
 
 from ansible.executor.task_result import TaskResult
 from ansible.playbook.task import Task
-from ansible_collections.gitops.k3s_flux.plugins.action.k3s_node_info import asks_for_secrets, hide_secrets
+from ansible_collections.gitops.k3s_flux.plugins.action.k3s_node_info import add_finding, asks_for_secrets, clock_finding, hide_secrets
 
 
 class HideSecrets(unittest.TestCase):
@@ -35,6 +35,40 @@ class HideSecrets(unittest.TestCase):
         printed = TaskResult("node1", Task(), result, {}).clean_copy()._result
         self.assertNotIn("s3cret", repr(printed))
         self.assertIn("censored", printed)
+
+
+class Clock(unittest.TestCase):
+    def test_clock_finding(self):
+        for name, node, seen in [
+            ("in step", 1005.0, None),
+            ("5 s behind, the limit", 995.0, None),
+            ("60 s behind", 940.0, "the node's clock is 60 s behind the Ansible controller's"),
+            # The task took 3 s: a node 4 s after the controller's start is not ahead.
+            ("within the task's own time", 1007.0, None),
+            ("a minute ahead", 1063.0, "the node's clock is 60 s ahead of the Ansible controller's"),
+            ("no time returned", None, None),
+        ]:
+            with self.subTest(name):
+                got = clock_finding(1000.0, 1003.0, node)
+                self.assertEqual(got and got["seen"], seen)
+                if got:
+                    self.assertEqual(got["check"], "clock")
+                    self.assertEqual(got["severity"], "error")
+                    self.assertIn("timedatectl set-ntp true", got["fix"])
+
+    def test_add_finding(self):
+        finding = {"check": "clock", "severity": "error", "seen": "the node's clock is 60 s behind", "fix": "sync it"}
+        got = add_finding({"preflight": []}, dict(finding), {"role": "agent"})
+        self.assertTrue(got["failed"])
+        self.assertEqual(got["msg"], "this host is not ready for k3s as an agent (nothing was changed): clock: the node's clock is 60 s behind. Fix: sync it")
+        got = add_finding({"failed": True, "msg": "this host is not ready for k3s as a server (nothing was changed): swap: x. Fix: y"},
+                          dict(finding), {"role": "server"})
+        self.assertEqual(got["msg"], "this host is not ready for k3s as a server (nothing was changed): swap: x. Fix: y; "
+                                     "clock: the node's clock is 60 s behind. Fix: sync it")
+        got = add_finding({}, dict(finding), {"role": "server", "mode": "warn"})
+        self.assertNotIn("failed", got)
+        self.assertEqual(got["warnings"], ["not ready for k3s (error): clock: the node's clock is 60 s behind. Fix: sync it"])
+        self.assertEqual(len(got["preflight"]), 1)
 
 
 if __name__ == "__main__":
