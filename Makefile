@@ -9,7 +9,7 @@ MODULES := $(notdir $(wildcard modules/*))
 NODE_MODULES := k3s_config k3s_node k3s_node_info
 # Node modules served by another's binary (named in the args Ansible sends): <module>=<binary>.
 # plugins/modules/<module> links to the binary, for Ansible to find the module.
-NODE_SERVED := k3s_registries=k3s_config k3s_prepare=k3s_node k3s_reboot=k3s_node
+NODE_SERVED := k3s_registries=k3s_config k3s_prepare=k3s_node k3s_reboot=k3s_node k3s_firewall=k3s_node
 NODE_PLATFORMS := linux_arm64 linux_arm
 BINARIES := $(addprefix plugins/modules/,$(NODE_MODULES))
 NODE_BINARIES := $(foreach p,$(NODE_PLATFORMS),$(addprefix plugins/bin/$(p)/,$(NODE_MODULES)))
@@ -34,7 +34,7 @@ go_build_for = CGO_ENABLED=0 GOOS=$(word 1,$(subst _, ,$1)) GOARCH=$(word 2,$(su
 # ip/nsenter/unshare to make them, git for the collection build, strace to kill a module mid-write,
 # python3-venv for make lint's venv, sudo for the test hosts' become, qemu-user-static and
 # debootstrap for the arm64 test host, xz for the release, faketime for a controller whose clock is off.
-APT_PACKAGES := ansible-core openssh-server openssh-client iproute2 util-linux git curl strace python3-venv sudo qemu-user-static debootstrap shellcheck xz-utils faketime
+APT_PACKAGES := ansible-core openssh-server openssh-client iproute2 util-linux git curl strace python3-venv sudo qemu-user-static debootstrap shellcheck xz-utils faketime ufw iptables
 # The benchmarks' Python baseline: Debian's ansible (with kubernetes.core) and the Kubernetes
 # client; GNU time for peak RSS.
 BENCH_APT_PACKAGES := ansible python3-kubernetes time

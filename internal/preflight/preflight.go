@@ -7,6 +7,7 @@ package preflight
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -15,6 +16,9 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
+
+	"github.com/gitops-k3s-flux/k3s_flux/internal/firewall"
 )
 
 // Severity of a finding: an error stops a strict run (k3s would not work),
@@ -43,6 +47,13 @@ type Want struct {
 	// K3sRunning: a k3s unit is active, so a port whose holder cannot be
 	// read (without root, another user's process) is taken to be its own.
 	K3sRunning bool
+	// What the host firewall must let in besides the ports above.
+	EmbeddedRegistry bool
+	ClusterCIDRs     []string
+	ServiceCIDRs     []string
+	// FirewallOpened: the ports are opened next (module k3s_firewall, as
+	// role k8s_cluster does), so a closed one is a warning.
+	FirewallOpened bool
 }
 
 // Host is how the checks see the machine.
@@ -51,6 +62,8 @@ type Host struct {
 	LookPath func(name string) (string, error)          // exec.LookPath on a node
 	FreeDisk func(path string) (free uint64, err error) // statfs's available bytes
 	Release  string                                     // uname -r
+	// Firewall reads the active host firewall; nil: not checked.
+	Firewall func() (firewall.State, error)
 }
 
 // ThisHost is the machine the binary runs on.
@@ -59,7 +72,11 @@ func ThisHost() Host {
 	if raw, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
 		release = strings.TrimSpace(string(raw))
 	}
-	return Host{Root: "/", LookPath: exec.LookPath, FreeDisk: freeDisk, Release: release}
+	return Host{Root: "/", LookPath: exec.LookPath, FreeDisk: freeDisk, Release: release, Firewall: func() (firewall.State, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		return firewall.Read(ctx, firewall.ThisHost())
+	}}
 }
 
 func freeDisk(path string) (uint64, error) {
@@ -91,6 +108,7 @@ func Check(h Host, want Want) []Finding {
 	out = append(out, tools(h, want)...)
 	out = append(out, disk(h, want)...)
 	out = append(out, ports(h, want)...)
+	out = append(out, firewallRules(h, want)...)
 	return out
 }
 
@@ -401,4 +419,45 @@ func (h Host) owner(inode string) (comm, pid string) {
 		}
 	}
 	return "", ""
+}
+
+// firewallRules: with ufw or firewalld active, everything k3s needs from
+// the other nodes (its ports) and from the pod and service networks is let
+// in; otherwise k3s starts and the nodes cannot reach one another.
+func firewallRules(h Host, want Want) []Finding {
+	if h.Firewall == nil {
+		return nil
+	}
+	state, err := h.Firewall()
+	if err != nil {
+		return []Finding{{Check: "firewall", Severity: Warning, Seen: "the host firewall could not be read: " + err.Error(),
+			Fix: "make sure it lets in what k3s needs (k3s's Requirements, Inbound Rules)"}}
+	}
+	missing := firewall.Missing(state, firewall.Needed(firewall.Want{Role: want.Role, Etcd: want.Etcd, FlannelBackend: want.FlannelBackend,
+		APIPort: want.APIPort, EmbeddedRegistry: want.EmbeddedRegistry, ClusterCIDRs: want.ClusterCIDRs, ServiceCIDRs: want.ServiceCIDRs}))
+	if len(missing) == 0 {
+		return nil
+	}
+	seen := fmt.Sprintf("%s is active and does not let in %s", state.Firewall, firewall.Describe(missing))
+	if want.FirewallOpened {
+		return []Finding{{Check: "firewall", Severity: Warning, Seen: seen, Fix: "none by hand: they are opened before k3s is installed (k8s_cluster_firewall)"}}
+	}
+	var commands []string
+	for _, c := range firewall.Commands(state.Firewall, missing) {
+		commands = append(commands, strings.Join(quoteWords(c), " "))
+	}
+	return []Finding{{Check: "firewall", Severity: Error, Seen: seen,
+		Fix: "open them: " + strings.Join(commands, "; ") + " (or let role k8s_cluster open them: k8s_cluster_firewall: true)"}}
+}
+
+// quoteWords quotes the words a shell would split (a ufw comment).
+func quoteWords(argv []string) []string {
+	out := make([]string, len(argv))
+	for i, w := range argv {
+		if strings.ContainsAny(w, " ;'") {
+			w = "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
+		}
+		out[i] = w
+	}
+	return out
 }

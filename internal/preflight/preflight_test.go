@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/gitops-k3s-flux/k3s_flux/internal/firewall"
 )
 
 const release = "6.6.31+rpt-rpi-v8"
@@ -162,6 +164,22 @@ func TestCheck(t *testing.T) {
 			listen(t, root, 6443, 812, "nginx", "4242")
 			listen(t, root, 10250, 813, "kubelet", "4243")
 		}, expect: []string{"error: port 10250"}},
+		{name: "ufw without k3s's ports", want: server, setup: func(t *testing.T, h *Host, root string) {
+			h.Firewall = func() (firewall.State, error) {
+				return firewall.State{Firewall: firewall.UFW, Allowed: []string{"allow 22/tcp", "allow 6443/tcp", "allow 2379:2380/tcp", "allow 10250/tcp"}}, nil
+			}
+		}, expect: []string{"error: firewall"}, fix: "open them: ufw allow 8472/udp comment 'gitops.k3s_flux: flannel vxlan' (or let role k8s_cluster open them: k8s_cluster_firewall: true)"},
+		{name: "ufw without k3s's ports, opened next", want: Want{Role: "agent", DataDir: "/var/lib/rancher/k3s", FirewallOpened: true}, setup: func(t *testing.T, h *Host, root string) {
+			h.Firewall = func() (firewall.State, error) { return firewall.State{Firewall: firewall.UFW}, nil }
+		}, expect: []string{"warning: firewall"}, fix: "none by hand"},
+		{name: "firewalld letting everything in", want: Want{Role: "agent", DataDir: "/var/lib/rancher/k3s", ClusterCIDRs: []string{"10.42.0.0/16"}}, setup: func(t *testing.T, h *Host, root string) {
+			h.Firewall = func() (firewall.State, error) {
+				return firewall.State{Firewall: firewall.Firewalld, Allowed: []string{"10250/tcp", "8472/udp", "from 10.42.0.0/16"}}, nil
+			}
+		}},
+		{name: "a firewall that cannot be read", want: server, setup: func(t *testing.T, h *Host, root string) {
+			h.Firewall = func() (firewall.State, error) { return firewall.State{}, errors.New("ufw: exit status 1") }
+		}, expect: []string{"warning: firewall"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h, root := readyHost(t)
@@ -180,6 +198,18 @@ func TestCheck(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestClosedPortsNameEachAndTheCommands(t *testing.T) {
+	h, _ := readyHost(t)
+	h.Firewall = func() (firewall.State, error) {
+		return firewall.State{Firewall: firewall.UFW, Allowed: []string{"allow 22/tcp"}}, nil
+	}
+	got := Check(h, Want{Role: "agent", DataDir: "/var/lib/rancher/k3s", ServiceCIDRs: []string{"10.43.0.0/16"}})
+	require.Len(t, got, 1)
+	assert.Equal(t, "ufw is active and does not let in 10250/tcp (kubelet), 8472/udp (flannel vxlan), from 10.43.0.0/16 (services)", got[0].Seen)
+	assert.Equal(t, "open them: ufw allow 10250/tcp comment 'gitops.k3s_flux: kubelet'; ufw allow 8472/udp comment 'gitops.k3s_flux: flannel vxlan'; "+
+		"ufw allow from 10.43.0.0/16 comment 'gitops.k3s_flux: services' (or let role k8s_cluster open them: k8s_cluster_firewall: true)", got[0].Fix)
 }
 
 func TestTakenPortNamesItsProcess(t *testing.T) {

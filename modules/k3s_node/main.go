@@ -1,6 +1,7 @@
 // Command k3s_node is the Ansible modules that change a node: k3s_node
 // installs k3s and keeps its service enabled, active and answering;
-// k3s_prepare makes the host ready for it; k3s_reboot reboots it. One
+// k3s_prepare makes the host ready for it; k3s_firewall opens its ports;
+// k3s_reboot reboots it. One
 // binary, so that a node receives one.
 package main
 
@@ -9,9 +10,11 @@ import (
 	"os/exec"
 
 	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible"
+	"github.com/gitops-k3s-flux/k3s_flux/internal/firewall"
 	"github.com/gitops-k3s-flux/k3s_flux/internal/k3snode"
 	"github.com/gitops-k3s-flux/k3s_flux/internal/preflight"
 	"github.com/gitops-k3s-flux/k3s_flux/internal/prepare"
+	k3sfirewall "github.com/gitops-k3s-flux/k3s_flux/modules/k3s_firewall"
 	k3sreboot "github.com/gitops-k3s-flux/k3s_flux/modules/k3s_reboot"
 )
 
@@ -23,5 +26,8 @@ func main() {
 		"k3s_node":    {Module: module, Run: k3snode.With(run)},
 		"k3s_prepare": {Module: prepare.Module, Run: node.Run},
 		"k3s_reboot":  {Module: k3sreboot.Module, Run: k3sreboot.ThisNode.Run},
+		"k3s_firewall": {Module: k3sfirewall.Module, Run: func(ctx context.Context, req *ansible.Request) (*ansible.Result, error) {
+			return k3sfirewall.Run(ctx, req, firewall.ThisHost())
+		}},
 	})
 }

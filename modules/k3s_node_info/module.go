@@ -39,7 +39,7 @@ var module = &ansible.Module{
 				Description: []string{"The admin kubeconfig a server writes (k3s C(write-kubeconfig))."}},
 			{Name: "preflight", Type: ansible.TypeDict,
 				Description: []string{
-					"Check, changing nothing, that the host is ready for k3s as this role: the memory cgroup controller (cgroup v2 or v1); the kernel modules C(overlay), C(br_netfilter) and, for flannel's vxlan backend, C(vxlan), each loaded, built in or loadable; swap (a warning); the tools k3s's install script needs (systemd or OpenRC, curl or wget unless airgap, sha256sum); free space under C(data_dir) (an error under 1 GiB, a warning under 4 GiB); the ports k3s listens on (the API port and 10250, and 2379-2380 with embedded etcd) not taken by another process; the node's clock within 5 seconds of the Ansible controller's (certificates and etcd need agreeing clocks: the action plugin compares them, the time the module took counted in the node's favour).",
+					"Check, changing nothing, that the host is ready for k3s as this role: the memory cgroup controller (cgroup v2 or v1); the kernel modules C(overlay), C(br_netfilter) and, for flannel's vxlan backend, C(vxlan), each loaded, built in or loadable; swap (a warning); the tools k3s's install script needs (systemd or OpenRC, curl or wget unless airgap, sha256sum); free space under C(data_dir) (an error under 1 GiB, a warning under 4 GiB); the ports k3s listens on (the API port and 10250, and 2379-2380 with embedded etcd) not taken by another process; with ufw or firewalld active, what k3s needs from the other nodes and from the pod and service networks let in (as module k3s_firewall opens it; the fix lists the commands); the node's clock within 5 seconds of the Ansible controller's (certificates and etcd need agreeing clocks: the action plugin compares them, the time the module took counted in the node's favour).",
 					"Each finding names what was seen and the fix (for a Raspberry Pi, the C(cmdline.txt) to edit and the words to add). Returned as C(preflight). Not set: no check.",
 				},
 				Options: []ansible.Option{
@@ -50,6 +50,13 @@ var module = &ansible.Module{
 					{Name: "flannel_backend", Default: "vxlan", Description: []string{"k3s's C(flannel-backend): C(vxlan) needs the C(vxlan) module."}},
 					{Name: "install_source", Default: "script", Choices: []any{"script", "airgap"}, Description: []string{"How k3s is installed: C(airgap) needs no download tool."}},
 					{Name: "api_port", Type: ansible.TypeInt, Default: 6443, Positive: true, Description: []string{"k3s's C(https-listen-port), checked on a server."}},
+					{Name: "cluster_cidr", Type: ansible.TypeList, Elements: ansible.TypeStr, Default: []any{"10.42.0.0/16"},
+						Description: []string{"The pod networks (k3s's C(cluster-cidr)), which an active ufw or firewalld must let in."}},
+					{Name: "service_cidr", Type: ansible.TypeList, Elements: ansible.TypeStr, Default: []any{"10.43.0.0/16"},
+						Description: []string{"The service networks (k3s's C(service-cidr)), which an active ufw or firewalld must let in."}},
+					{Name: "embedded_registry", Type: ansible.TypeBool, Default: false, Description: []string{"k3s's C(embedded-registry) is on: an active firewall must let in 5001/TCP too."}},
+					{Name: "firewall_opened", Type: ansible.TypeBool, Default: false,
+						Description: []string{"What an active ufw or firewalld does not let in is opened next (module k3s_firewall, as role k8s_cluster does unless C(k8s_cluster_firewall) is false): a closed port is then a warning."}},
 					{Name: "reboot_pending", Type: ansible.TypeBool, Default: false, Description: []string{"The host's kernel command line was prepared for the memory cgroup (module k3s_prepare) and the host reboots before k3s is installed, as role k8s_cluster does: a missing memory cgroup is then a warning. For a C(--check) run, where the reboot is not made."}},
 				}},
 		},
@@ -93,6 +100,11 @@ type preflightArgs struct {
 	InstallSource  string `json:"install_source"`
 	APIPort        int    `json:"api_port"`
 	RebootPending  bool   `json:"reboot_pending"`
+	// The host firewall's part.
+	ClusterCIDR      []string `json:"cluster_cidr"`
+	ServiceCIDR      []string `json:"service_cidr"`
+	EmbeddedRegistry bool     `json:"embedded_registry"`
+	FirewallOpened   bool     `json:"firewall_opened"`
 }
 
 func run(ctx context.Context, req *ansible.Request, sys k3snode.System, where k3snode.Paths) (*ansible.Result, error) {
@@ -157,7 +169,8 @@ var thisHost = preflight.ThisHost
 // mode, fails on an error finding, naming each.
 func checkReady(req *ansible.Request, res *ansible.Result, p preflightArgs, dataDir string, k3sRunning bool) error {
 	findings := preflight.Check(thisHost(), preflight.Want{Role: p.Role, Etcd: p.Etcd, FlannelBackend: p.FlannelBackend,
-		InstallSource: p.InstallSource, DataDir: dataDir, APIPort: p.APIPort, K3sRunning: k3sRunning})
+		InstallSource: p.InstallSource, DataDir: dataDir, APIPort: p.APIPort, K3sRunning: k3sRunning,
+		ClusterCIDRs: p.ClusterCIDR, ServiceCIDRs: p.ServiceCIDR, EmbeddedRegistry: p.EmbeddedRegistry, FirewallOpened: p.FirewallOpened})
 	if p.RebootPending {
 		findings = preflight.RebootPending(findings)
 	}

@@ -72,6 +72,9 @@ type HostSpec struct {
 	// under qemu-user-static, so `uname -m` there says aarch64. Empty: the
 	// machine's own.
 	Arch string
+	// Firewall "ufw" gives the host the machine's ufw with a configuration
+	// of its own (FirewallUFW); empty: none active.
+	Firewall string
 }
 
 // Options configure a set of test hosts.
@@ -107,6 +110,8 @@ type Host struct {
 	// Chroot is the root filesystem a host of another CPU runs in; empty
 	// for the others.
 	Chroot string `json:"chroot,omitempty"`
+	// Firewall is HostSpec's.
+	Firewall string `json:"firewall,omitempty"`
 }
 
 // Bed is a running set of test hosts.
@@ -198,7 +203,7 @@ func Up(opts Options) (bed *Bed, err error) {
 	}
 	for i, spec := range opts.Hosts {
 		h := &Host{Name: spec.Name, Group: spec.Group, Addr: fmt.Sprintf("%s.%d", opts.Subnet, 11+i),
-			NetNS: fmt.Sprintf("%s-%s", opts.Name, spec.Name), Root: filepath.Join(opts.Dir, "hosts", spec.Name)}
+			NetNS: fmt.Sprintf("%s-%s", opts.Name, spec.Name), Root: filepath.Join(opts.Dir, "hosts", spec.Name), Firewall: spec.Firewall}
 		bed.Hosts = append(bed.Hosts, h)
 		start := bed.startHost
 		if spec.Arch != "" {
@@ -265,6 +270,14 @@ func (b *Bed) startHost(h *Host, index int, python bool) error {
 	if python {
 		hide = ""
 	}
+	firewall := ""
+	if h.Firewall == "ufw" {
+		if firewall, err = h.ufw(); err != nil {
+			return err
+		}
+	} else if h.Firewall != "" {
+		return fmt.Errorf("test host %s: firewall %q: only ufw is modelled", h.Name, h.Firewall)
+	}
 	// The script runs inside the host's new mount and UTS namespaces:
 	// private directories bound over the real ones, the host's own users,
 	// sudoers and hosts files, Python hidden, its own hostname, then sshd in
@@ -277,6 +290,7 @@ func (b *Bed) startHost(h *Host, index int, python bool) error {
 	for _, f := range identity {
 		fmt.Fprintf(&script, "mount --bind %s %s\n", filepath.Join(h.Root, "etc", privateName(f)), f)
 	}
+	script.WriteString(firewall)
 	script.WriteString(hide)
 	fmt.Fprintf(&script, "hostname %s\n", h.Name)
 	script.WriteString(h.boot("", "sh"))

@@ -1,0 +1,260 @@
+// Package firewall decides which ports a node's host firewall must open
+// for k3s, as k3s documents them (Requirements: "Inbound Rules for K3s
+// Nodes"; Known issues: ufw and firewalld), reads what ufw or firewalld
+// allows now, and plans the commands that add what is missing. Only
+// adding: a rule someone else made is never touched.
+package firewall
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Firewalls this package knows.
+const (
+	UFW       = "ufw"
+	Firewalld = "firewalld"
+	None      = "none"
+)
+
+// Comment marks the ufw rules this collection adds (ufw keeps it with the
+// rule), so that a person reading `ufw status` knows where they came from.
+const Comment = "gitops.k3s_flux"
+
+// Rule is one thing to allow in: a port or port range of a protocol, or
+// everything from a source network.
+type Rule struct {
+	Ports string // "6443", "2379:2380"; empty for a source rule
+	Proto string // "tcp" or "udp"
+	From  string // a CIDR, for a source rule
+	Why   string
+}
+
+// String is the rule as ufw writes it after `ufw allow`.
+func (r Rule) String() string {
+	if r.From != "" {
+		return "from " + r.From
+	}
+	return r.Ports + "/" + r.Proto
+}
+
+// Want is what k3s will run on the node.
+type Want struct {
+	Role             string // server or agent
+	Etcd             bool   // a server with embedded etcd
+	FlannelBackend   string // vxlan unless set
+	APIPort          int    // 6443 unless set
+	EmbeddedRegistry bool   // k3s's embedded registry mirror (spegel)
+	ClusterCIDRs     []string
+	ServiceCIDRs     []string
+}
+
+// Needed is what k3s needs allowed in on a node of want's role: the API
+// (supervisor) port on servers, etcd's client and peer ports between
+// servers, the kubelet's port, flannel's backend port, the embedded
+// registry's, and everything from the pod and service networks (ufw's and
+// firewalld's rules are evaluated before kube-proxy's).
+func Needed(w Want) []Rule {
+	var out []Rule
+	if w.Role == "server" {
+		api := w.APIPort
+		if api == 0 {
+			api = 6443
+		}
+		out = append(out, Rule{Ports: strconv.Itoa(api), Proto: "tcp", Why: "k3s API and supervisor"})
+		if w.Etcd {
+			out = append(out, Rule{Ports: "2379:2380", Proto: "tcp", Why: "etcd client and peers"})
+		}
+	}
+	out = append(out, Rule{Ports: "10250", Proto: "tcp", Why: "kubelet"})
+	switch w.FlannelBackend {
+	case "", "vxlan":
+		out = append(out, Rule{Ports: "8472", Proto: "udp", Why: "flannel vxlan"})
+	case "wireguard-native":
+		out = append(out, Rule{Ports: "51820", Proto: "udp", Why: "flannel wireguard (IPv4)"},
+			Rule{Ports: "51821", Proto: "udp", Why: "flannel wireguard (IPv6)"})
+	}
+	if w.EmbeddedRegistry {
+		out = append(out, Rule{Ports: "5001", Proto: "tcp", Why: "embedded registry"})
+	}
+	for _, c := range w.ClusterCIDRs {
+		out = append(out, Rule{From: c, Why: "pods"})
+	}
+	for _, c := range w.ServiceCIDRs {
+		out = append(out, Rule{From: c, Why: "services"})
+	}
+	return out
+}
+
+// State is what a host's firewall allows now.
+type State struct {
+	Firewall string // UFW, Firewalld or None
+	// UFW: the rules `ufw show added` lists, each as "allow 6443/tcp"
+	// (comment dropped). Firewalld: "6443/tcp" for a port of the default
+	// zone, "from 10.42.0.0/16" for a source of the trusted zone.
+	Allowed []string
+}
+
+// Missing is the part of needed that the firewall does not allow yet. A
+// ufw rule for a port without a protocol allows both.
+func Missing(s State, needed []Rule) []Rule {
+	var out []Rule
+	for _, r := range needed {
+		if !allowed(s, r) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func allowed(s State, r Rule) bool {
+	switch s.Firewall {
+	case UFW:
+		if slices.Contains(s.Allowed, "allow "+r.String()) {
+			return true
+		}
+		return r.From == "" && slices.Contains(s.Allowed, "allow "+r.Ports)
+	case Firewalld:
+		if r.From != "" {
+			return slices.Contains(s.Allowed, r.String())
+		}
+		return slices.Contains(s.Allowed, firewalldPort(r))
+	}
+	return true
+}
+
+// firewalldPort is a port rule as firewalld writes it (a range with "-").
+func firewalldPort(r Rule) string {
+	return strings.ReplaceAll(r.Ports, ":", "-") + "/" + r.Proto
+}
+
+// Commands are the commands that add rules to firewall, in order.
+func Commands(firewall string, rules []Rule) [][]string {
+	var out [][]string
+	switch firewall {
+	case UFW:
+		for _, r := range rules {
+			cmd := append([]string{"ufw", "allow"}, strings.Fields(r.String())...)
+			out = append(out, append(cmd, "comment", Comment+": "+r.Why))
+		}
+	case Firewalld:
+		for _, r := range rules {
+			if r.From != "" {
+				out = append(out, []string{"firewall-cmd", "--permanent", "--zone=trusted", "--add-source=" + r.From})
+				continue
+			}
+			out = append(out, []string{"firewall-cmd", "--permanent", "--add-port=" + firewalldPort(r)})
+		}
+		if len(rules) > 0 {
+			// The permanent configuration becomes the running one.
+			out = append(out, []string{"firewall-cmd", "--reload"})
+		}
+	}
+	return out
+}
+
+// Describe lists rules for a person: "6443/tcp (k3s API and supervisor)".
+func Describe(rules []Rule) string {
+	parts := make([]string, len(rules))
+	for i, r := range rules {
+		parts[i] = fmt.Sprintf("%s (%s)", r, r.Why)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Host is how the firewall is read and changed on a node.
+type Host struct {
+	LookPath func(name string) (string, error)
+	ReadFile func(path string) ([]byte, error)
+	// Run runs a command and returns its standard output; an error carries
+	// its standard error.
+	Run func(ctx context.Context, argv ...string) (string, error)
+}
+
+// ThisHost is the firewall of the machine the binary runs on.
+func ThisHost() Host { return Host{LookPath: exec.LookPath, ReadFile: os.ReadFile, Run: runCommand} }
+
+// runCommand runs argv and returns its standard output; its error carries
+// the command's standard error.
+func runCommand(ctx context.Context, argv ...string) (string, error) {
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		if msg := strings.TrimSpace(stderr.String()); msg != "" {
+			return stdout.String(), fmt.Errorf("%w: %s", err, msg)
+		}
+		return stdout.String(), err
+	}
+	return stdout.String(), nil
+}
+
+// UFWConfig is where ufw keeps whether it is enabled (ENABLED=yes): what
+// it starts from at boot and what `ufw status` reports.
+const UFWConfig = "/etc/ufw/ufw.conf"
+
+// Read says which firewall is active on the host and what it allows. ufw
+// is active when installed and enabled in its configuration; firewalld
+// when its daemon answers that it is running.
+func Read(ctx context.Context, h Host) (State, error) {
+	if _, err := h.LookPath("ufw"); err == nil {
+		if raw, err := h.ReadFile(UFWConfig); err == nil && ufwEnabled(string(raw)) {
+			out, err := h.Run(ctx, "ufw", "show", "added")
+			if err != nil {
+				return State{}, fmt.Errorf("read ufw's rules (ufw show added): %w", err)
+			}
+			return State{Firewall: UFW, Allowed: ParseUFWAdded(out)}, nil
+		}
+	}
+	if _, err := h.LookPath("firewall-cmd"); err == nil {
+		if state, err := h.Run(ctx, "firewall-cmd", "--state"); err == nil && strings.TrimSpace(state) == "running" {
+			ports, err := h.Run(ctx, "firewall-cmd", "--permanent", "--list-ports")
+			if err != nil {
+				return State{}, fmt.Errorf("read firewalld's ports (firewall-cmd --permanent --list-ports): %w", err)
+			}
+			sources, err := h.Run(ctx, "firewall-cmd", "--permanent", "--zone=trusted", "--list-sources")
+			if err != nil {
+				return State{}, fmt.Errorf("read firewalld's trusted sources (firewall-cmd --permanent --zone=trusted --list-sources): %w", err)
+			}
+			allowed := strings.Fields(ports)
+			for _, s := range strings.Fields(sources) {
+				allowed = append(allowed, "from "+s)
+			}
+			return State{Firewall: Firewalld, Allowed: allowed}, nil
+		}
+	}
+	return State{Firewall: None}, nil
+}
+
+func ufwEnabled(conf string) bool {
+	for _, line := range strings.Split(conf, "\n") {
+		key, value, ok := strings.Cut(strings.TrimSpace(line), "=")
+		if ok && key == "ENABLED" {
+			return strings.EqualFold(strings.Trim(value, `"'`), "yes")
+		}
+	}
+	return false
+}
+
+// ParseUFWAdded reads `ufw show added`: one "ufw allow ..." line per
+// rule, a comment last. Each becomes "allow ..." without the comment.
+func ParseUFWAdded(out string) []string {
+	var rules []string
+	for _, line := range strings.Split(out, "\n") {
+		rule, ok := strings.CutPrefix(strings.TrimSpace(line), "ufw ")
+		if !ok {
+			continue
+		}
+		if i := strings.Index(rule, " comment '"); i >= 0 {
+			rule = rule[:i]
+		}
+		rules = append(rules, strings.Join(strings.Fields(rule), " "))
+	}
+	return rules
+}

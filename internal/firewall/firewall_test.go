@@ -1,0 +1,166 @@
+package firewall
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestNeeded(t *testing.T) {
+	pods, services := []string{"10.42.0.0/16"}, []string{"10.43.0.0/16"}
+	for _, tc := range []struct {
+		name string
+		want Want
+		out  []string
+	}{
+		{name: "a lone server", want: Want{Role: "server", ClusterCIDRs: pods, ServiceCIDRs: services},
+			out: []string{"6443/tcp", "10250/tcp", "8472/udp", "from 10.42.0.0/16", "from 10.43.0.0/16"}},
+		{name: "a server with etcd on another API port", want: Want{Role: "server", Etcd: true, APIPort: 7443, FlannelBackend: "vxlan"},
+			out: []string{"7443/tcp", "2379:2380/tcp", "10250/tcp", "8472/udp"}},
+		{name: "an agent with wireguard and the embedded registry", want: Want{Role: "agent", FlannelBackend: "wireguard-native", EmbeddedRegistry: true},
+			out: []string{"10250/tcp", "51820/udp", "51821/udp", "5001/tcp"}},
+		{name: "an agent without flannel, dual-stack", want: Want{Role: "agent", FlannelBackend: "none", ClusterCIDRs: []string{"10.42.0.0/16", "2001:cafe:42::/56"}},
+			out: []string{"10250/tcp", "from 10.42.0.0/16", "from 2001:cafe:42::/56"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			for _, r := range Needed(tc.want) {
+				got = append(got, r.String())
+				assert.NotEmpty(t, r.Why)
+			}
+			assert.Equal(t, tc.out, got)
+		})
+	}
+}
+
+func TestMissingAndCommands(t *testing.T) {
+	needed := Needed(Want{Role: "server", Etcd: true, ClusterCIDRs: []string{"10.42.0.0/16"}})
+	for _, tc := range []struct {
+		name     string
+		state    State
+		missing  []string
+		commands []string
+	}{
+		{name: "no firewall needs nothing", state: State{Firewall: None}},
+		{name: "ufw with ssh only", state: State{Firewall: UFW, Allowed: []string{"allow 22/tcp"}},
+			missing: []string{"6443/tcp", "2379:2380/tcp", "10250/tcp", "8472/udp", "from 10.42.0.0/16"},
+			commands: []string{
+				"ufw allow 6443/tcp comment gitops.k3s_flux: k3s API and supervisor",
+				"ufw allow 2379:2380/tcp comment gitops.k3s_flux: etcd client and peers",
+				"ufw allow 10250/tcp comment gitops.k3s_flux: kubelet",
+				"ufw allow 8472/udp comment gitops.k3s_flux: flannel vxlan",
+				"ufw allow from 10.42.0.0/16 comment gitops.k3s_flux: pods",
+			}},
+		{name: "ufw allowing a port for both protocols, or a rule already there", state: State{Firewall: UFW,
+			Allowed: []string{"allow 6443", "allow 2379:2380/tcp", "allow 10250/tcp", "allow from 10.42.0.0/16", "deny 8472/udp"}},
+			missing:  []string{"8472/udp"},
+			commands: []string{"ufw allow 8472/udp comment gitops.k3s_flux: flannel vxlan"}},
+		{name: "firewalld with the ports, not the network", state: State{Firewall: Firewalld,
+			Allowed: []string{"6443/tcp", "2379-2380/tcp", "10250/tcp", "8472/udp"}},
+			missing: []string{"from 10.42.0.0/16"},
+			commands: []string{
+				"firewall-cmd --permanent --zone=trusted --add-source=10.42.0.0/16",
+				"firewall-cmd --reload",
+			}},
+		{name: "firewalld with everything", state: State{Firewall: Firewalld,
+			Allowed: []string{"6443/tcp", "2379-2380/tcp", "10250/tcp", "8472/udp", "from 10.42.0.0/16"}}},
+		{name: "firewalld with nothing", state: State{Firewall: Firewalld},
+			missing: []string{"6443/tcp", "2379:2380/tcp", "10250/tcp", "8472/udp", "from 10.42.0.0/16"},
+			commands: []string{
+				"firewall-cmd --permanent --add-port=6443/tcp",
+				"firewall-cmd --permanent --add-port=2379-2380/tcp",
+				"firewall-cmd --permanent --add-port=10250/tcp",
+				"firewall-cmd --permanent --add-port=8472/udp",
+				"firewall-cmd --permanent --zone=trusted --add-source=10.42.0.0/16",
+				"firewall-cmd --reload",
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			missing := Missing(tc.state, needed)
+			var got []string
+			for _, r := range missing {
+				got = append(got, r.String())
+			}
+			assert.Equal(t, tc.missing, got)
+			var commands []string
+			for _, c := range Commands(tc.state.Firewall, missing) {
+				commands = append(commands, strings.Join(c, " "))
+			}
+			assert.Equal(t, tc.commands, commands)
+		})
+	}
+}
+
+func TestParseUFWAdded(t *testing.T) {
+	out := "Added user rules (see 'ufw status' for running firewall):\n" +
+		"ufw allow 22/tcp\n" +
+		"ufw allow 6443/tcp comment 'gitops.k3s_flux: k3s API and supervisor'\n" +
+		"ufw allow from 10.42.0.0/16 comment 'it''s pods'\n" +
+		"ufw limit  ssh\n"
+	assert.Equal(t, []string{"allow 22/tcp", "allow 6443/tcp", "allow from 10.42.0.0/16", "limit ssh"}, ParseUFWAdded(out))
+	assert.Empty(t, ParseUFWAdded("Added user rules (see 'ufw status' for running firewall):\n(None)\n"))
+}
+
+// fakeHost is a host with the given commands on PATH, files, and answers
+// to commands (argv joined by spaces; a missing answer fails).
+func fakeHost(tools []string, files map[string]string, answers map[string]string) Host {
+	return Host{
+		LookPath: func(name string) (string, error) {
+			for _, t := range tools {
+				if t == name {
+					return "/usr/sbin/" + name, nil
+				}
+			}
+			return "", errors.New("not found")
+		},
+		ReadFile: func(path string) ([]byte, error) {
+			if c, ok := files[path]; ok {
+				return []byte(c), nil
+			}
+			return nil, errors.New("no such file")
+		},
+		Run: func(_ context.Context, argv ...string) (string, error) {
+			if out, ok := answers[strings.Join(argv, " ")]; ok {
+				return out, nil
+			}
+			return "", errors.New("exit status 1: " + argv[0] + " failed")
+		},
+	}
+}
+
+func TestRead(t *testing.T) {
+	added := "Added user rules (see 'ufw status' for running firewall):\nufw allow 22/tcp\n"
+	for _, tc := range []struct {
+		name    string
+		host    Host
+		want    State
+		wantErr string
+	}{
+		{name: "neither installed", host: fakeHost(nil, nil, nil), want: State{Firewall: None}},
+		{name: "ufw installed, not enabled", host: fakeHost([]string{"ufw"}, map[string]string{UFWConfig: "# ufw.conf\nENABLED=no\nLOGLEVEL=low\n"}, nil),
+			want: State{Firewall: None}},
+		{name: "ufw enabled", host: fakeHost([]string{"ufw"}, map[string]string{UFWConfig: "ENABLED=yes\n"}, map[string]string{"ufw show added": added}),
+			want: State{Firewall: UFW, Allowed: []string{"allow 22/tcp"}}},
+		{name: "ufw enabled but failing", host: fakeHost([]string{"ufw"}, map[string]string{UFWConfig: "ENABLED=yes\n"}, nil),
+			wantErr: "read ufw's rules (ufw show added): exit status 1: ufw failed"},
+		{name: "firewalld not running", host: fakeHost([]string{"firewall-cmd"}, nil, nil), want: State{Firewall: None}},
+		{name: "firewalld running", host: fakeHost([]string{"firewall-cmd"}, nil, map[string]string{
+			"firewall-cmd --state": "running\n", "firewall-cmd --permanent --list-ports": "6443/tcp 8472/udp\n",
+			"firewall-cmd --permanent --zone=trusted --list-sources": "10.42.0.0/16\n"}),
+			want: State{Firewall: Firewalld, Allowed: []string{"6443/tcp", "8472/udp", "from 10.42.0.0/16"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := Read(context.Background(), tc.host)
+			if tc.wantErr != "" {
+				assert.EqualError(t, err, tc.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, got)
+		})
+	}
+}

@@ -1,0 +1,55 @@
+// Package k3sfirewall is the k3s_firewall module, served by the k3s_node
+// binary: when ufw or firewalld is active on the node, it allows in what
+// k3s needs for the node's role, adding only what is missing.
+package k3sfirewall
+
+import "github.com/gitops-k3s-flux/k3s_flux/internal/ansible"
+
+// Module is k3s_firewall.
+var Module = &ansible.Module{
+	Name:             "k3s_firewall",
+	ShortDescription: "Open the ports k3s needs in a node's ufw or firewalld, when one is active",
+	Description: []string{
+		"Reads which host firewall is active: ufw when installed and enabled (C(ENABLED=yes) in C(/etc/ufw/ufw.conf)), firewalld when C(firewall-cmd --state) says C(running). With neither, changes nothing.",
+		"Allows in what k3s documents for the node's role (its Requirements, Inbound Rules for K3s Nodes): on a server the API port (C(api_port), TCP) and, with embedded etcd, 2379-2380/TCP; on every node the kubelet's 10250/TCP, flannel's backend (vxlan 8472/UDP; wireguard-native 51820-51821/UDP) and, with the embedded registry, 5001/TCP; and everything from the pod and service networks, whose traffic ufw and firewalld would otherwise filter before kube-proxy's rules see it.",
+		"Only what is missing is added, and nothing is ever removed: ufw's rules are added with C(ufw allow ... comment 'gitops.k3s_flux: <why>'); firewalld's ports go to the default zone and the networks to the C(trusted) zone, both C(--permanent), then C(firewall-cmd --reload).",
+		"Idempotent; C(--check --diff) shows the rules it would add. A Go binary: the node needs no Python (ufw and firewalld are themselves Python programs, run as the host has them).",
+	},
+	Author:    []string{"gitops.k3s_flux maintainers (@gitops-k3s-flux)"},
+	CheckMode: "full",
+	DiffMode:  "full",
+	Platforms: "linux",
+	Examples: `
+- name: Open what a server with embedded etcd needs
+  gitops.k3s_flux.k3s_firewall:
+    role: server
+    etcd: true
+  become: true
+
+- name: Open what an agent needs with flannel's wireguard backend and other networks
+  gitops.k3s_flux.k3s_firewall:
+    role: agent
+    flannel_backend: wireguard-native
+    cluster_cidr: [10.52.0.0/16]
+    service_cidr: [10.53.0.0/16]
+  become: true
+`,
+	Spec: ansible.Spec{Options: []ansible.Option{
+		{Name: "role", Required: true, Choices: []any{"server", "agent"}, Description: []string{"What k3s runs as on the node."}},
+		{Name: "etcd", Type: ansible.TypeBool, Default: false, Description: []string{"A server with embedded etcd: 2379-2380/TCP too."}},
+		{Name: "flannel_backend", Default: "vxlan", Choices: []any{"vxlan", "wireguard-native", "host-gw", "none"},
+			Description: []string{"k3s's C(flannel-backend): C(vxlan) needs 8472/UDP, C(wireguard-native) 51820 and 51821/UDP; C(host-gw) and C(none) no port."}},
+		{Name: "api_port", Type: ansible.TypeInt, Default: 6443, Positive: true, Description: []string{"k3s's C(https-listen-port), opened on a server."}},
+		{Name: "embedded_registry", Type: ansible.TypeBool, Default: false, Description: []string{"k3s's C(embedded-registry) is on: 5001/TCP too."}},
+		{Name: "cluster_cidr", Type: ansible.TypeList, Elements: ansible.TypeStr, Default: []any{"10.42.0.0/16"},
+			Description: []string{"The pod networks (k3s's C(cluster-cidr), one entry per address family), allowed in from."}},
+		{Name: "service_cidr", Type: ansible.TypeList, Elements: ansible.TypeStr, Default: []any{"10.43.0.0/16"},
+			Description: []string{"The service networks (k3s's C(service-cidr)), allowed in from."}},
+	}},
+	Returns: []ansible.Return{
+		{Name: "firewall", Description: []string{"The active firewall: C(ufw), C(firewalld) or C(none)."}, Returned: "always", Type: "str", Sample: "ufw"},
+		{Name: "needed", Description: []string{"What k3s needs allowed in on this node, as ufw writes it."}, Returned: "always", Type: "list",
+			Sample: []any{"6443/tcp", "10250/tcp", "8472/udp", "from 10.42.0.0/16", "from 10.43.0.0/16"}},
+		{Name: "added", Description: []string{"What was (in check mode: would be) added; empty when the firewall allowed it all or none is active."}, Returned: "always", Type: "list", Sample: []any{"6443/tcp"}},
+	},
+}
