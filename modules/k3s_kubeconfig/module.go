@@ -8,7 +8,8 @@ var module = &ansible.Module{
 	Description: []string{
 		"Takes the admin kubeconfig k3s writes on a server (C(/etc/rancher/k3s/k3s.yaml), as M(gitops.k3s_flux.k3s_node_info) returns it), points every cluster in it at C(server) and renames what k3s calls C(default) (cluster, user, context, current context) to C(cluster_name).",
 		"Writes it to C(dest) atomically, mode 0600, creating a missing directory with mode 0700 and a C(.gitignore) in it that keeps everything there out of git (the directory is often inside the GitOps repository, where a C(git add -A) would publish cluster-admin credentials); an existing file with other content is replaced (kept beside it with C(backup)), one with the same content but another mode gets 0600.",
-		"Role k8s_cluster runs it on the controller after the first controller's kubeconfig was read.",
+		"With C(merge), C(dest) is a kubeconfig of the user's own (such as C(~/.kube/config)): the cluster, user and context named C(cluster_name) are added or replaced, everything else in it is kept (other contexts, their credentials, preferences), and the current context is set to C(cluster_name) only when the file has none. C(state=absent) takes those three entries out again, and nothing else; a file without them is left as it is. The file is written whole again, as C(kubectl config) writes it (comments are not kept).",
+		"Role k8s_cluster runs it on the controller after the first controller's kubeconfig was read, and with C(merge) for C(k8s_cluster_kubeconfig_merge); playbook reset takes the context out again.",
 	},
 	Author:    []string{"gitops.k3s_flux maintainers (@gitops-k3s-flux)"},
 	CheckMode: "full",
@@ -18,17 +19,26 @@ var module = &ansible.Module{
 		"A C(dest) that is a symbolic link is followed: the file it points to is written.",
 	},
 	Spec: ansible.Spec{Options: []ansible.Option{
-		{Name: "content", Required: true, NoLog: true,
-			Description: []string{"The admin kubeconfig, as k3s wrote it on a server."}},
+		{Name: "content", NoLog: true,
+			Description: []string{"The admin kubeconfig, as k3s wrote it on a server. Required with C(state=present)."}},
 		{Name: "dest", Type: ansible.TypePath, Required: true,
 			Description: []string{"Where to write it on the controller."}},
 		{Name: "server",
 			Description: []string{"The API endpoint every cluster in it is pointed at, an C(https://) URL (k3s writes C(https://127.0.0.1:6443)). Default: as written."}},
 		{Name: "cluster_name",
 			Description: []string{"The name of the cluster, user and context that k3s calls C(default). Default: as written."}},
+		{Name: "merge", Type: ansible.TypeBool, Default: false,
+			Description: []string{"Merge into C(dest) (a kubeconfig with other contexts) instead of replacing it: only the cluster, user and context named C(cluster_name), which must be set, are written. A C(dest) that is not a kubeconfig is refused and left as it is."}},
+		{Name: "state", Default: "present", Choices: []any{"present", "absent"},
+			Description: []string{"C(absent) takes the cluster, user and context named C(cluster_name) out of C(dest) (with C(merge) only: never a whole file); the current context, if it was that one, is unset."}},
 		{Name: "backup", Type: ansible.TypeBool, Default: false,
 			Description: []string{"Keep a file with other content beside it, as C(<dest>.<pid>.<timestamp>~), before replacing it."}},
-	}},
+	},
+		RequiredIf: []ansible.RequiredIf{
+			{Key: "state", Value: "present", Requirements: []string{"content"}},
+			{Key: "merge", Value: true, Requirements: []string{"cluster_name"}},
+			{Key: "state", Value: "absent", Requirements: []string{"cluster_name"}},
+		}},
 	Examples: `
 - name: Read the kubeconfig on the first server
   gitops.k3s_flux.k3s_node_info:
@@ -44,6 +54,15 @@ var module = &ansible.Module{
     server: https://10.0.0.11:6443
     cluster_name: homelab
     backup: true
+  delegate_to: localhost
+
+- name: Add it to the user's own kubeconfig as context homelab, keeping the others
+  gitops.k3s_flux.k3s_kubeconfig:
+    content: "{{ first.kubeconfig }}"
+    dest: ~/.kube/config
+    merge: true
+    server: https://10.0.0.11:6443
+    cluster_name: homelab
   delegate_to: localhost
 `,
 	Returns: []ansible.Return{

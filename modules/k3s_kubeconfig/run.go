@@ -31,6 +31,8 @@ type args struct {
 	Dest        string `json:"dest"`
 	Server      string `json:"server"`
 	ClusterName string `json:"cluster_name"`
+	Merge       bool   `json:"merge"`
+	State       string `json:"state"`
 	Backup      bool   `json:"backup"`
 }
 
@@ -39,10 +41,77 @@ func run(_ context.Context, req *ansible.Request) (*ansible.Result, error) {
 	if err := req.Decode(&a); err != nil {
 		return nil, err
 	}
+	if a.State == "absent" && !a.Merge {
+		return nil, errors.New("state=absent takes only the entries named cluster_name out of a kubeconfig (merge: true), never a whole file")
+	}
 	if a.Server != "" {
 		if err := checkServer(a.Server); err != nil {
 			return nil, err
 		}
+	}
+	dest, err := target(a.Dest)
+	if err != nil {
+		return nil, err
+	}
+	old, mode, exists, err := readDest(dest)
+	if err != nil {
+		return nil, err
+	}
+	var prev *clientcmdapi.Config
+	if exists {
+		prev, err = clientcmd.Load(old)
+		if err == nil {
+			addSecrets(req, prev)
+		} else if a.Merge {
+			return nil, fmt.Errorf("dest %s is not a kubeconfig (%v): nothing was changed", dest, err)
+		}
+	}
+	cfg, err := desired(req, a, prev)
+	if err != nil {
+		return nil, err
+	}
+	res := &ansible.Result{}
+	res.Set("dest", dest)
+	res.Set("context", cfg.CurrentContext)
+	res.Set("server", currentServer(cfg))
+	if a.State == "absent" && (prev == nil || !holds(prev, a.ClusterName)) {
+		return res, nil
+	}
+	content, err := clientcmd.Write(*cfg)
+	if err != nil {
+		return nil, fmt.Errorf("encode the kubeconfig: %w", err)
+	}
+	before := old
+	if a.Merge && prev != nil {
+		// What the file says, as it would be written: a merge that adds
+		// nothing changes nothing, however the file was formatted.
+		if before, err = clientcmd.Write(*prev); err != nil {
+			return nil, fmt.Errorf("encode %s: %w", dest, err)
+		}
+	}
+	contentChanged := !exists || !bytes.Equal(before, content)
+	res.Changed = contentChanged || mode != fileMode
+	if contentChanged {
+		shown := ""
+		if exists {
+			shown = redact(string(before))
+		}
+		res.Diff = []ansible.Diff{{Before: shown, After: redact(string(content)), BeforeHeader: dest, AfterHeader: dest}}
+	}
+	if !res.Changed || req.CheckMode {
+		return res, nil
+	}
+	return res, apply(res, dest, old, content, exists, contentChanged, a.Backup)
+}
+
+// desired is the kubeconfig to write: content, pointed and renamed, whole
+// or merged into prev; or prev without the entries named cluster_name.
+func desired(req *ansible.Request, a args, prev *clientcmdapi.Config) (*clientcmdapi.Config, error) {
+	if a.State == "absent" {
+		if prev == nil {
+			return clientcmdapi.NewConfig(), nil
+		}
+		return without(prev, a.ClusterName), nil
 	}
 	cfg, err := clientcmd.Load([]byte(a.Content))
 	if err != nil {
@@ -53,51 +122,63 @@ func run(_ context.Context, req *ansible.Request) (*ansible.Result, error) {
 		return nil, errors.New("content is not a kubeconfig: it has no clusters (expected the admin kubeconfig k3s writes on a server)")
 	}
 	rewrite(cfg, a.Server, a.ClusterName)
-	content, err := clientcmd.Write(*cfg)
-	if err != nil {
-		return nil, fmt.Errorf("encode the kubeconfig: %w", err)
+	if a.Merge && prev != nil {
+		return merged(prev, cfg, a.ClusterName)
 	}
+	return cfg, nil
+}
 
-	dest, err := target(a.Dest)
-	if err != nil {
-		return nil, err
+// merged is prev with ours's cluster, user and context named name added
+// or replaced; the current context becomes name only where prev has none.
+func merged(prev, ours *clientcmdapi.Config, name string) (*clientcmdapi.Config, error) {
+	ctx, ok := ours.Contexts[name]
+	if !ok {
+		return nil, fmt.Errorf("content has no context %q to merge (k3s names its own %q)", name, k3sName)
 	}
-	res := &ansible.Result{}
-	res.Set("dest", dest)
-	res.Set("context", cfg.CurrentContext)
-	res.Set("server", currentServer(cfg))
+	out := prev.DeepCopy()
+	out.Contexts[name] = ctx
+	out.Clusters[name] = ours.Clusters[ctx.Cluster]
+	out.AuthInfos[name] = ours.AuthInfos[ctx.AuthInfo]
+	ctx.Cluster, ctx.AuthInfo = name, name
+	if out.CurrentContext == "" {
+		out.CurrentContext = name
+	}
+	return out, nil
+}
 
-	old, mode, exists, err := readDest(dest)
-	if err != nil {
-		return res, err
+// holds says whether cfg has a cluster, user or context named name.
+func holds(cfg *clientcmdapi.Config, name string) bool {
+	_, cluster := cfg.Clusters[name]
+	_, user := cfg.AuthInfos[name]
+	_, context := cfg.Contexts[name]
+	return cluster || user || context
+}
+
+// without is cfg without the cluster, user and context named name.
+func without(cfg *clientcmdapi.Config, name string) *clientcmdapi.Config {
+	out := cfg.DeepCopy()
+	delete(out.Clusters, name)
+	delete(out.AuthInfos, name)
+	delete(out.Contexts, name)
+	if out.CurrentContext == name {
+		out.CurrentContext = ""
 	}
-	if exists {
-		if prev, err := clientcmd.Load(old); err == nil {
-			addSecrets(req, prev)
-		}
-	}
-	contentChanged := !exists || !bytes.Equal(old, content)
-	res.Changed = contentChanged || mode != fileMode
-	if contentChanged {
-		before := ""
-		if exists {
-			before = redact(string(old))
-		}
-		res.Diff = []ansible.Diff{{Before: before, After: redact(string(content)), BeforeHeader: dest, AfterHeader: dest}}
-	}
-	if !res.Changed || req.CheckMode {
-		return res, nil
-	}
+	return out
+}
+
+// apply writes content to dest (or only fixes its mode), keeping a backup
+// and making a missing directory private and ignored by git.
+func apply(res *ansible.Result, dest string, old, content []byte, exists, contentChanged, backup bool) error {
 	if !contentChanged {
 		if err := os.Chmod(dest, fileMode); err != nil {
-			return res, fmt.Errorf("chmod %s: %w", dest, err)
+			return fmt.Errorf("chmod %s: %w", dest, err)
 		}
-		return res, nil
+		return nil
 	}
-	if exists && a.Backup {
+	if exists && backup {
 		name, err := atomicfile.Backup(dest, old, fileMode)
 		if err != nil {
-			return res, err
+			return err
 		}
 		res.Set("backup_file", name)
 	}
@@ -107,15 +188,15 @@ func run(_ context.Context, req *ansible.Request) (*ansible.Result, error) {
 		// made inside the user's GitOps repository (seed 000's ansible/.generated),
 		// where a `git add -A` would publish cluster-admin credentials.
 		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return res, fmt.Errorf("create directory %s: %w", dir, err)
+			return fmt.Errorf("create directory %s: %w", dir, err)
 		}
 		ignore := filepath.Join(dir, ".gitignore")
 		if err := atomicfile.Write(ignore, strings.NewReader(gitIgnore), 0o600); err != nil {
-			return res, err
+			return err
 		}
 		res.Set("ignore_file", ignore)
 	}
-	return res, atomicfile.Write(dest, bytes.NewReader(content), fileMode)
+	return atomicfile.Write(dest, bytes.NewReader(content), fileMode)
 }
 
 // gitIgnore keeps everything in a directory the module made out of git.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible/ansibletest"
 )
@@ -219,6 +220,129 @@ func TestRedactAnyStyle(t *testing.T) {
 			out := redact(tc.in)
 			assert.Equal(t, tc.want, out)
 			assert.NotContains(t, out, secret)
+		})
+	}
+}
+
+// workConfig is a user's own kubeconfig, with a context of another
+// cluster whose token must be kept, and never shown.
+const workToken = "work-cluster-token-0f9e8d7c"
+
+const workConfig = `apiVersion: v1
+kind: Config
+clusters:
+- name: work
+  cluster:
+    server: https://k8s.work.example:6443
+contexts:
+- name: work
+  context:
+    cluster: work
+    user: me@work
+    namespace: team-a
+current-context: work
+users:
+- name: me@work
+  user:
+    token: ` + workToken + `
+`
+
+func TestMerge(t *testing.T) {
+	dest := filepath.Join(t.TempDir(), "config")
+	require.NoError(t, os.WriteFile(dest, []byte(workConfig), 0o600))
+	args := map[string]any{"content": k3sYAML, "dest": dest, "server": "https://10.0.0.11:6443", "cluster_name": "homelab", "merge": true, "_ansible_diff": true}
+
+	res, code, raw := write(t, args)
+	require.Equal(t, 0, code, res["msg"])
+	assert.Equal(t, true, res["changed"])
+	assert.Equal(t, "work", res["context"], "the user's current context is kept")
+	noSecret(t, raw)
+	assert.NotContains(t, raw, workToken)
+	cfg, err := clientcmd.LoadFromFile(dest)
+	require.NoError(t, err)
+	assert.Equal(t, "work", cfg.CurrentContext)
+	assert.Equal(t, workToken, cfg.AuthInfos["me@work"].Token)
+	assert.Equal(t, "team-a", cfg.Contexts["work"].Namespace)
+	assert.Equal(t, "https://10.0.0.11:6443", cfg.Clusters["homelab"].Server)
+	assert.Equal(t, "homelab", cfg.Contexts["homelab"].Cluster)
+	assert.Equal(t, "homelab", cfg.Contexts["homelab"].AuthInfo)
+	assert.Equal(t, []byte(k3sKey), cfg.AuthInfos["homelab"].ClientKeyData)
+	info, err := os.Stat(dest)
+	require.NoError(t, err)
+	assert.Equal(t, fileMode, info.Mode().Perm())
+
+	t.Run("a second merge changes nothing", func(t *testing.T) {
+		before, err := os.ReadFile(dest)
+		require.NoError(t, err)
+		res, code, _ := write(t, args)
+		require.Equal(t, 0, code, res["msg"])
+		assert.Equal(t, false, res["changed"])
+		after, err := os.ReadFile(dest)
+		require.NoError(t, err)
+		assert.Equal(t, before, after)
+	})
+
+	t.Run("absent takes out only its own entries", func(t *testing.T) {
+		absent := map[string]any{"dest": dest, "cluster_name": "homelab", "merge": true, "state": "absent", "_ansible_diff": true}
+		res, code, raw := write(t, absent)
+		require.Equal(t, 0, code, res["msg"])
+		assert.Equal(t, true, res["changed"])
+		noSecret(t, raw)
+		assert.NotContains(t, raw, workToken)
+		cfg, err := clientcmd.LoadFromFile(dest)
+		require.NoError(t, err)
+		assert.NotContains(t, cfg.Contexts, "homelab")
+		assert.NotContains(t, cfg.Clusters, "homelab")
+		assert.NotContains(t, cfg.AuthInfos, "homelab")
+		assert.Equal(t, "work", cfg.CurrentContext)
+		assert.Equal(t, workToken, cfg.AuthInfos["me@work"].Token)
+
+		before, err := os.ReadFile(dest)
+		require.NoError(t, err)
+		res, code, _ = write(t, absent)
+		require.Equal(t, 0, code, res["msg"])
+		assert.Equal(t, false, res["changed"])
+		after, err := os.ReadFile(dest)
+		require.NoError(t, err)
+		assert.Equal(t, before, after)
+	})
+}
+
+func TestMergeIntoNothingMakesItCurrent(t *testing.T) {
+	dest := filepath.Join(t.TempDir(), ".kube", "config")
+	res, code, _ := write(t, map[string]any{"content": k3sYAML, "dest": dest, "cluster_name": "homelab", "merge": true})
+	require.Equal(t, 0, code, res["msg"])
+	assert.Equal(t, "homelab", res["context"])
+	res, code, _ = write(t, map[string]any{"dest": filepath.Join(t.TempDir(), "none"), "cluster_name": "homelab", "merge": true, "state": "absent"})
+	require.Equal(t, 0, code, res["msg"])
+	assert.Equal(t, false, res["changed"])
+}
+
+func TestMergeRefuses(t *testing.T) {
+	dir := t.TempDir()
+	notKubeconfig := filepath.Join(dir, "notes")
+	require.NoError(t, os.WriteFile(notKubeconfig, []byte("clusters: [this is: not]: a kubeconfig\n"), 0o644))
+	for _, tc := range []struct {
+		name string
+		args map[string]any
+		msg  string
+	}{
+		{name: "a file that is no kubeconfig", args: map[string]any{"content": k3sYAML, "dest": notKubeconfig, "cluster_name": "homelab", "merge": true},
+			msg: "dest " + notKubeconfig + " is not a kubeconfig"},
+		{name: "absent without merge", args: map[string]any{"dest": notKubeconfig, "cluster_name": "homelab", "state": "absent"},
+			msg: "state=absent takes only the entries named cluster_name out of a kubeconfig (merge: true), never a whole file"},
+		{name: "merge without a name", args: map[string]any{"content": k3sYAML, "dest": notKubeconfig, "merge": true},
+			msg: "merge is True but all of the following are missing: cluster_name"},
+		{name: "present without content", args: map[string]any{"dest": notKubeconfig},
+			msg: "state is present but all of the following are missing: content"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, code, _ := write(t, tc.args)
+			assert.Equal(t, 1, code)
+			assert.Contains(t, res["msg"], tc.msg)
+			raw, err := os.ReadFile(notKubeconfig)
+			require.NoError(t, err)
+			assert.Equal(t, "clusters: [this is: not]: a kubeconfig\n", string(raw), "left as it was")
 		})
 	}
 }
