@@ -199,37 +199,58 @@ func runCommand(ctx context.Context, argv ...string) (string, error) {
 // it starts from at boot and what `ufw status` reports.
 const UFWConfig = "/etc/ufw/ufw.conf"
 
+// UFWRules are where ufw keeps the rules `ufw allow` added (IPv4, IPv6),
+// each as a "### tuple ###" comment line that ufw reads back itself.
+var UFWRules = []string{"/etc/ufw/user.rules", "/etc/ufw/user6.rules"}
+
 // Read says which firewall is active on the host and what it allows. ufw
-// is active when installed and enabled in its configuration; firewalld
-// when its daemon answers that it is running.
+// is active when installed and enabled in its configuration, and its rules
+// are read from its files (running ufw, a Python program, would cost a
+// re-run a quarter of a second on a Pi); firewalld is active when its
+// daemon answers that it is running.
 func Read(ctx context.Context, h Host) (State, error) {
 	if _, err := h.LookPath("ufw"); err == nil {
 		if raw, err := h.ReadFile(UFWConfig); err == nil && ufwEnabled(string(raw)) {
-			out, err := h.Run(ctx, "ufw", "show", "added")
-			if err != nil {
-				return State{}, fmt.Errorf("read ufw's rules (ufw show added): %w", err)
+			state := State{Firewall: UFW}
+			for i, f := range UFWRules {
+				raw, err := h.ReadFile(f)
+				if err != nil {
+					if i == 0 {
+						return State{}, fmt.Errorf("read ufw's rules: %w", err)
+					}
+					continue // IPv6 off
+				}
+				for _, r := range ParseUFWTuples(string(raw)) {
+					if !slices.Contains(state.Allowed, r) {
+						state.Allowed = append(state.Allowed, r)
+					}
+				}
 			}
-			return State{Firewall: UFW, Allowed: ParseUFWAdded(out)}, nil
+			return state, nil
 		}
 	}
 	if _, err := h.LookPath("firewall-cmd"); err == nil {
 		if state, err := h.Run(ctx, "firewall-cmd", "--state"); err == nil && strings.TrimSpace(state) == "running" {
-			ports, err := h.Run(ctx, "firewall-cmd", "--permanent", "--list-ports")
-			if err != nil {
-				return State{}, fmt.Errorf("read firewalld's ports (firewall-cmd --permanent --list-ports): %w", err)
-			}
-			sources, err := h.Run(ctx, "firewall-cmd", "--permanent", "--zone=trusted", "--list-sources")
-			if err != nil {
-				return State{}, fmt.Errorf("read firewalld's trusted sources (firewall-cmd --permanent --zone=trusted --list-sources): %w", err)
-			}
-			allowed := strings.Fields(ports)
-			for _, s := range strings.Fields(sources) {
-				allowed = append(allowed, "from "+s)
-			}
-			return State{Firewall: Firewalld, Allowed: allowed}, nil
+			return readFirewalld(ctx, h)
 		}
 	}
 	return State{Firewall: None}, nil
+}
+
+func readFirewalld(ctx context.Context, h Host) (State, error) {
+	ports, err := h.Run(ctx, "firewall-cmd", "--permanent", "--list-ports")
+	if err != nil {
+		return State{}, fmt.Errorf("read firewalld's ports (firewall-cmd --permanent --list-ports): %w", err)
+	}
+	sources, err := h.Run(ctx, "firewall-cmd", "--permanent", "--zone=trusted", "--list-sources")
+	if err != nil {
+		return State{}, fmt.Errorf("read firewalld's trusted sources (firewall-cmd --permanent --zone=trusted --list-sources): %w", err)
+	}
+	allowed := strings.Fields(ports)
+	for _, s := range strings.Fields(sources) {
+		allowed = append(allowed, "from "+s)
+	}
+	return State{Firewall: Firewalld, Allowed: allowed}, nil
 }
 
 func ufwEnabled(conf string) bool {
@@ -242,19 +263,38 @@ func ufwEnabled(conf string) bool {
 	return false
 }
 
-// ParseUFWAdded reads `ufw show added`: one "ufw allow ..." line per
-// rule, a comment last. Each becomes "allow ..." without the comment.
-func ParseUFWAdded(out string) []string {
-	var rules []string
-	for _, line := range strings.Split(out, "\n") {
-		rule, ok := strings.CutPrefix(strings.TrimSpace(line), "ufw ")
+// ParseUFWTuples reads ufw's rules files: each rule is a line
+// "### tuple ### <action> <proto> <dport> <dst> <sport> <src> <direction>
+// [comment=<hex>]". Those coming in from anywhere to any address become
+// "allow 6443/tcp" ("allow 6443" for both protocols), "allow from
+// 10.42.0.0/16", as `ufw show added` writes them; others (to one address,
+// on one interface, from one port) as "other: <tuple>", which never
+// matches a rule k3s needs.
+func ParseUFWTuples(text string) []string {
+	var out []string
+	for _, line := range strings.Split(text, "\n") {
+		tuple, ok := strings.CutPrefix(strings.TrimSpace(line), "### tuple ###")
 		if !ok {
 			continue
 		}
-		if i := strings.Index(rule, " comment '"); i >= 0 {
-			rule = rule[:i]
+		f := strings.Fields(tuple)
+		if len(f) < 7 {
+			continue
 		}
-		rules = append(rules, strings.Join(strings.Fields(rule), " "))
+		action, proto, dport, dst, sport, src, dir := f[0], f[1], f[2], f[3], f[4], f[5], f[6]
+		anyAddr := func(a string) bool { return a == "0.0.0.0/0" || a == "::/0" }
+		switch {
+		case dir != "in" || !anyAddr(dst) || sport != "any":
+			out = append(out, "other: "+strings.Join(f, " "))
+		case anyAddr(src) && dport != "any" && proto == "any":
+			out = append(out, action+" "+dport)
+		case anyAddr(src) && dport != "any":
+			out = append(out, action+" "+dport+"/"+proto)
+		case !anyAddr(src) && dport == "any" && proto == "any":
+			out = append(out, action+" from "+src)
+		default:
+			out = append(out, "other: "+strings.Join(f, " "))
+		}
 	}
-	return rules
+	return out
 }

@@ -95,14 +95,23 @@ func TestMissingAndCommands(t *testing.T) {
 	}
 }
 
-func TestParseUFWAdded(t *testing.T) {
-	out := "Added user rules (see 'ufw status' for running firewall):\n" +
-		"ufw allow 22/tcp\n" +
-		"ufw allow 6443/tcp comment 'gitops.k3s_flux: k3s API and supervisor'\n" +
-		"ufw allow from 10.42.0.0/16 comment 'it''s pods'\n" +
-		"ufw limit  ssh\n"
-	assert.Equal(t, []string{"allow 22/tcp", "allow 6443/tcp", "allow from 10.42.0.0/16", "limit ssh"}, ParseUFWAdded(out))
-	assert.Empty(t, ParseUFWAdded("Added user rules (see 'ufw status' for running firewall):\n(None)\n"))
+func TestParseUFWTuples(t *testing.T) {
+	rules := "*filter\n:ufw-user-input - [0:0]\n### RULES ###\n\n" +
+		"### tuple ### allow tcp 22 0.0.0.0/0 any 0.0.0.0/0 in\n-A ufw-user-input -p tcp --dport 22 -j ACCEPT\n\n" +
+		"### tuple ### allow tcp 6443 0.0.0.0/0 any 0.0.0.0/0 in comment=6769746f70732e6b33735f666c7578\n" +
+		"### tuple ### allow udp 8472 0.0.0.0/0 any 0.0.0.0/0 in\n" +
+		"### tuple ### allow tcp 2379:2380 0.0.0.0/0 any 0.0.0.0/0 in\n" +
+		"### tuple ### allow any 10250 0.0.0.0/0 any 0.0.0.0/0 in\n" +
+		"### tuple ### allow any any 0.0.0.0/0 any 10.42.0.0/16 in\n" +
+		"### tuple ### deny tcp 5001 0.0.0.0/0 any 0.0.0.0/0 in\n" +
+		"### tuple ### allow tcp 6443 10.0.0.5 any 0.0.0.0/0 in\n" +
+		"### tuple ### allow tcp 10250 0.0.0.0/0 any 0.0.0.0/0 in_eth0\n" +
+		"### tuple ### allow tcp 6443 ::/0 any ::/0 in\n" +
+		"### END RULES ###\n"
+	assert.Equal(t, []string{"allow 22/tcp", "allow 6443/tcp", "allow 8472/udp", "allow 2379:2380/tcp", "allow 10250", "allow from 10.42.0.0/16",
+		"deny 5001/tcp", "other: allow tcp 6443 10.0.0.5 any 0.0.0.0/0 in", "other: allow tcp 10250 0.0.0.0/0 any 0.0.0.0/0 in_eth0", "allow 6443/tcp"},
+		ParseUFWTuples(rules))
+	assert.Empty(t, ParseUFWTuples("### RULES ###\n### END RULES ###\n"))
 }
 
 // fakeHost is a host with the given commands on PATH, files, and answers
@@ -133,7 +142,13 @@ func fakeHost(tools []string, files map[string]string, answers map[string]string
 }
 
 func TestRead(t *testing.T) {
-	added := "Added user rules (see 'ufw status' for running firewall):\nufw allow 22/tcp\n"
+	ufwOn := func(rules map[string]string) map[string]string {
+		files := map[string]string{UFWConfig: "ENABLED=yes\n"}
+		for k, v := range rules {
+			files[k] = v
+		}
+		return files
+	}
 	for _, tc := range []struct {
 		name    string
 		host    Host
@@ -143,10 +158,14 @@ func TestRead(t *testing.T) {
 		{name: "neither installed", host: fakeHost(nil, nil, nil), want: State{Firewall: None}},
 		{name: "ufw installed, not enabled", host: fakeHost([]string{"ufw"}, map[string]string{UFWConfig: "# ufw.conf\nENABLED=no\nLOGLEVEL=low\n"}, nil),
 			want: State{Firewall: None}},
-		{name: "ufw enabled", host: fakeHost([]string{"ufw"}, map[string]string{UFWConfig: "ENABLED=yes\n"}, map[string]string{"ufw show added": added}),
-			want: State{Firewall: UFW, Allowed: []string{"allow 22/tcp"}}},
-		{name: "ufw enabled but failing", host: fakeHost([]string{"ufw"}, map[string]string{UFWConfig: "ENABLED=yes\n"}, nil),
-			wantErr: "read ufw's rules (ufw show added): exit status 1: ufw failed"},
+		{name: "ufw enabled", host: fakeHost([]string{"ufw"}, ufwOn(map[string]string{
+			"/etc/ufw/user.rules":  "### tuple ### allow tcp 22 0.0.0.0/0 any 0.0.0.0/0 in\n### tuple ### allow any any 0.0.0.0/0 any 10.42.0.0/16 in\n",
+			"/etc/ufw/user6.rules": "### tuple ### allow tcp 22 ::/0 any ::/0 in\n### tuple ### allow udp 8472 ::/0 any ::/0 in\n"}), nil),
+			want: State{Firewall: UFW, Allowed: []string{"allow 22/tcp", "allow from 10.42.0.0/16", "allow 8472/udp"}}},
+		{name: "ufw enabled without IPv6", host: fakeHost([]string{"ufw"}, ufwOn(map[string]string{"/etc/ufw/user.rules": ""}), nil),
+			want: State{Firewall: UFW}},
+		{name: "ufw enabled, its rules unreadable", host: fakeHost([]string{"ufw"}, ufwOn(nil), nil),
+			wantErr: "read ufw's rules: no such file"},
 		{name: "firewalld not running", host: fakeHost([]string{"firewall-cmd"}, nil, nil), want: State{Firewall: None}},
 		{name: "firewalld running", host: fakeHost([]string{"firewall-cmd"}, nil, map[string]string{
 			"firewall-cmd --state": "running\n", "firewall-cmd --permanent --list-ports": "6443/tcp 8472/udp\n",

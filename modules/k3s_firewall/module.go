@@ -10,7 +10,7 @@ var Module = &ansible.Module{
 	Name:             "k3s_firewall",
 	ShortDescription: "Open the ports k3s needs in a node's ufw or firewalld, when one is active",
 	Description: []string{
-		"Reads which host firewall is active: ufw when installed and enabled (C(ENABLED=yes) in C(/etc/ufw/ufw.conf)), firewalld when C(firewall-cmd --state) says C(running). With neither, changes nothing.",
+		"Reads which host firewall is active: ufw when installed and enabled (C(ENABLED=yes) in C(/etc/ufw/ufw.conf)), its rules read from its own files (C(/etc/ufw/user.rules), C(user6.rules)) without running it; firewalld when C(firewall-cmd --state) says C(running). With neither, changes nothing.",
 		"Allows in what k3s documents for the node's role (its Requirements, Inbound Rules for K3s Nodes): on a server the API port (C(api_port), TCP) and, with embedded etcd, 2379-2380/TCP; on every node the kubelet's 10250/TCP, flannel's backend (vxlan 8472/UDP; wireguard-native 51820-51821/UDP) and, with the embedded registry, 5001/TCP; and everything from the pod and service networks, whose traffic ufw and firewalld would otherwise filter before kube-proxy's rules see it.",
 		"Only what is missing is added, and nothing is ever removed: ufw's rules are added with C(ufw allow ... comment 'gitops.k3s_flux: <why>'); firewalld's ports go to the default zone and the networks to the C(trusted) zone, both C(--permanent), then C(firewall-cmd --reload).",
 		"Idempotent; C(--check --diff) shows the rules it would add. A Go binary: the node needs no Python (ufw and firewalld are themselves Python programs, run as the host has them).",

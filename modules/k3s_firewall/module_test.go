@@ -23,8 +23,8 @@ func TestBadInputs(t *testing.T) {
 	ansibletest.CheckBadInputs(t, Module, ansibletest.BadInputs(Module, map[string]any{"role": "server"}))
 }
 
-// ufwHost is a host whose ufw is enabled and allows rules; the commands
-// run are recorded, and `ufw allow` adds to what `ufw show added` lists.
+// ufwHost is a host whose ufw is enabled and allows rules (ufw's tuples,
+// as in its user.rules); the commands run are recorded.
 func ufwHost(rules []string, ran *[]string) firewall.Host {
 	return firewall.Host{
 		LookPath: func(name string) (string, error) {
@@ -33,17 +33,28 @@ func ufwHost(rules []string, ran *[]string) firewall.Host {
 			}
 			return "", errors.New("not found")
 		},
-		ReadFile: func(string) ([]byte, error) { return []byte("ENABLED=yes\n"), nil },
-		Run: func(_ context.Context, argv ...string) (string, error) {
-			line := strings.Join(argv, " ")
-			if line == "ufw show added" {
-				return "Added user rules (see 'ufw status' for running firewall):\n" + strings.Join(rules, "\n") + "\n", nil
+		ReadFile: func(path string) ([]byte, error) {
+			switch path {
+			case firewall.UFWConfig:
+				return []byte("ENABLED=yes\n"), nil
+			case firewall.UFWRules[0]:
+				var text strings.Builder
+				for _, r := range rules {
+					text.WriteString("### tuple ### " + r + "\n")
+				}
+				return []byte(text.String()), nil
 			}
-			*ran = append(*ran, line)
+			return nil, errors.New("no such file")
+		},
+		Run: func(_ context.Context, argv ...string) (string, error) {
+			*ran = append(*ran, strings.Join(argv, " "))
 			return "Rule added\n", nil
 		},
 	}
 }
+
+// ssh is the rule a ufw host has first.
+const ssh = "allow tcp 22 0.0.0.0/0 any 0.0.0.0/0 in"
 
 func TestRun(t *testing.T) {
 	for _, tc := range []struct {
@@ -56,7 +67,7 @@ func TestRun(t *testing.T) {
 		diff    string
 		msg     string
 	}{
-		{name: "opens what an agent needs", args: map[string]any{"role": "agent"}, rules: []string{"ufw allow 22/tcp"},
+		{name: "opens what an agent needs", args: map[string]any{"role": "agent"}, rules: []string{ssh},
 			changed: true, added: []any{"10250/tcp", "8472/udp", "from 10.42.0.0/16", "from 10.43.0.0/16"},
 			ran: []string{
 				"ufw allow 10250/tcp comment gitops.k3s_flux: kubelet",
@@ -66,11 +77,12 @@ func TestRun(t *testing.T) {
 			},
 			diff: "allow 22/tcp\nallow 10250/tcp\nallow 8472/udp\nallow from 10.42.0.0/16\nallow from 10.43.0.0/16\n"},
 		{name: "check mode runs nothing", args: map[string]any{"role": "server", "_ansible_check_mode": true, "flannel_backend": "none",
-			"cluster_cidr": []any{}, "service_cidr": []any{}}, rules: []string{"ufw allow 22/tcp"},
+			"cluster_cidr": []any{}, "service_cidr": []any{}}, rules: []string{ssh},
 			changed: true, added: []any{"6443/tcp", "10250/tcp"}, diff: "allow 22/tcp\nallow 6443/tcp\nallow 10250/tcp\n"},
 		{name: "a second run changes nothing", args: map[string]any{"role": "server", "etcd": true},
-			rules: []string{"ufw allow 22/tcp", "ufw allow 6443/tcp comment 'gitops.k3s_flux: k3s API and supervisor'", "ufw allow 2379:2380/tcp",
-				"ufw allow 10250/tcp", "ufw allow 8472/udp", "ufw allow from 10.42.0.0/16", "ufw allow from 10.43.0.0/16"},
+			rules: []string{ssh, "allow tcp 6443 0.0.0.0/0 any 0.0.0.0/0 in comment=6b3373", "allow tcp 2379:2380 0.0.0.0/0 any 0.0.0.0/0 in",
+				"allow any 10250 0.0.0.0/0 any 0.0.0.0/0 in", "allow udp 8472 0.0.0.0/0 any 0.0.0.0/0 in",
+				"allow any any 0.0.0.0/0 any 10.42.0.0/16 in", "allow any any 0.0.0.0/0 any 10.43.0.0/16 in"},
 			added: []any{}},
 		{name: "a network that is none changes nothing", args: map[string]any{"role": "agent", "cluster_cidr": []any{"10.42.0.0/16; reboot"}},
 			msg: `cluster_cidr: "10.42.0.0/16; reboot" is not a network in CIDR notation (such as 10.42.0.0/16)`},
