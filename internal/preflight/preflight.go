@@ -9,6 +9,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -104,6 +105,7 @@ func Check(h Host, want Want) []Finding {
 	var out []Finding
 	out = append(out, memoryCgroup(h)...)
 	out = append(out, kernelModules(h, want)...)
+	out = append(out, forwarding(h)...)
 	out = append(out, swap(h)...)
 	out = append(out, tools(h, want)...)
 	out = append(out, disk(h, want)...)
@@ -261,6 +263,61 @@ func (h Host) ubuntuOnPi() bool {
 	osRelease, _ := h.read("/etc/os-release")
 	model, _ := h.read("/proc/device-tree/model")
 	return strings.Contains(osRelease, "ID=ubuntu") && strings.Contains(model, "Raspberry Pi")
+}
+
+// sysctlDirs are where sysctl --system and systemd-sysctl read *.conf, a
+// file name found in an earlier one hiding the same name in a later one.
+var sysctlDirs = []string{"/etc/sysctl.d", "/run/sysctl.d", "/usr/local/lib/sysctl.d", "/usr/lib/sysctl.d", "/lib/sysctl.d"}
+
+// lastSysctl is the last setting of any of keys in the sysctl files, in
+// the order they are applied (by file name; /etc/sysctl.conf last, unless
+// a link in /etc/sysctl.d reads it earlier, as Debian's 99-sysctl.conf).
+func (h Host) lastSysctl(keys ...string) (file, line, value string) {
+	byName := map[string]string{}
+	for _, dir := range sysctlDirs {
+		entries, _ := os.ReadDir(h.path(dir))
+		for _, e := range entries {
+			if _, seen := byName[e.Name()]; !seen && strings.HasSuffix(e.Name(), ".conf") {
+				byName[e.Name()] = filepath.Join(dir, e.Name())
+			}
+		}
+	}
+	names := slices.Sorted(maps.Keys(byName))
+	files := make([]string, 0, len(names)+1)
+	readConf := false
+	for _, n := range names {
+		files = append(files, byName[n])
+		if target, err := filepath.EvalSymlinks(h.path(byName[n])); err == nil && target == h.path("/etc/sysctl.conf") {
+			readConf = true
+		}
+	}
+	if !readConf {
+		files = append(files, "/etc/sysctl.conf")
+	}
+	for _, f := range files {
+		content, _ := h.read(f)
+		for _, l := range strings.Split(content, "\n") {
+			k, v, ok := strings.Cut(strings.TrimSpace(l), "=")
+			key := strings.ReplaceAll(strings.TrimPrefix(strings.TrimSpace(k), "-"), "/", ".")
+			if ok && slices.Contains(keys, key) {
+				file, line, value = f, strings.TrimSpace(l), strings.TrimSpace(v)
+			}
+		}
+	}
+	return file, line, value
+}
+
+// forwarding: k3s turns IPv4 forwarding on when it starts (its
+// pkg/agent/syssetup), so it being off now is no fault; but a sysctl file
+// that turns it off is applied again by every later sysctl --system (a
+// package upgrade, ufw's reload), and pods then lose their traffic.
+func forwarding(h Host) []Finding {
+	file, line, value := h.lastSysctl("net.ipv4.ip_forward", "net.ipv4.conf.all.forwarding")
+	if value != "0" {
+		return nil
+	}
+	return []Finding{{Check: "ip forwarding", Severity: Warning, Seen: fmt.Sprintf("%s sets %q", file, line),
+		Fix: "remove that line: k3s turns forwarding on when it starts, but every later sysctl --system turns it off again and pods lose their traffic (k8s_cluster_prepare writes /etc/sysctl.d/99-k3s.conf, which keeps it on unless a file sorted after it turns it off)"}}
 }
 
 // swap: k3s runs with swap (it turns the kubelet's failSwapOn off), but

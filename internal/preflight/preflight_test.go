@@ -121,6 +121,19 @@ func TestCheck(t *testing.T) {
 		{name: "modules missing on a PC", want: server, setup: func(t *testing.T, h *Host, root string) {
 			writeFile(t, root, "proc/modules", "")
 		}, expect: []string{"error: kernel module overlay", "error: kernel module br_netfilter", "error: kernel module vxlan"}, fix: "modprobe overlay"},
+		{name: "forwarding turned off by a sysctl file", want: server, setup: func(t *testing.T, h *Host, root string) {
+			writeFile(t, root, "etc/sysctl.d/10-router.conf", "net.ipv4.ip_forward = 1\n")
+			writeFile(t, root, "usr/lib/sysctl.d/50-default.conf", "net/ipv4/ip_forward=1\n")
+			writeFile(t, root, "etc/sysctl.conf", "# hardening\nnet.ipv4.ip_forward=0\n")
+		}, expect: []string{"warning: ip forwarding"}, fix: "remove that line"},
+		{name: "forwarding off, then on by a later file", want: server, setup: func(t *testing.T, h *Host, root string) {
+			writeFile(t, root, "usr/lib/sysctl.d/10-off.conf", "-net.ipv4.conf.all.forwarding = 0\n")
+			writeFile(t, root, "etc/sysctl.d/99-k3s.conf", "net.ipv4.ip_forward = 1\n")
+		}},
+		{name: "a file in /etc hides the same name in /usr/lib", want: server, setup: func(t *testing.T, h *Host, root string) {
+			writeFile(t, root, "usr/lib/sysctl.d/60-net.conf", "net.ipv4.ip_forward = 0\n")
+			writeFile(t, root, "etc/sysctl.d/60-net.conf", "# forwarding left to k3s\n")
+		}},
 		{name: "swap on", want: server, setup: func(t *testing.T, h *Host, root string) {
 			writeFile(t, root, "proc/swaps", "Filename\tType\tSize\tUsed\tPriority\n/var/swap\tfile\t102396\t0\t-2\n")
 		}, expect: []string{"warning: swap"}, fix: "dphys-swapfile"},
@@ -210,6 +223,20 @@ func TestClosedPortsNameEachAndTheCommands(t *testing.T) {
 	assert.Equal(t, "ufw is active and does not let in 10250/tcp (kubelet), 8472/udp (flannel vxlan), from 10.43.0.0/16 (services)", got[0].Seen)
 	assert.Equal(t, "open them: ufw allow 10250/tcp comment 'gitops.k3s_flux: kubelet'; ufw allow 8472/udp comment 'gitops.k3s_flux: flannel vxlan'; "+
 		"ufw allow from 10.43.0.0/16 comment 'gitops.k3s_flux: services' (or let role k8s_cluster open them: k8s_cluster_firewall: true)", got[0].Fix)
+}
+
+func TestForwardingNamesTheFile(t *testing.T) {
+	h, root := readyHost(t)
+	writeFile(t, root, "etc/sysctl.conf", "net.ipv4.ip_forward=0\n")
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "etc/sysctl.d"), 0o755))
+	// Debian's link: /etc/sysctl.conf read as 99-sysctl.conf, before a 99-z file.
+	require.NoError(t, os.Symlink(filepath.Join(root, "etc/sysctl.conf"), filepath.Join(root, "etc/sysctl.d/99-sysctl.conf")))
+	writeFile(t, root, "etc/sysctl.d/99-zz-vpn.conf", "net.ipv4.ip_forward = 1\n")
+	assert.Empty(t, Check(h, server))
+	writeFile(t, root, "etc/sysctl.d/99-zz-vpn.conf", "net.ipv4.ip_forward = 0\n")
+	got := Check(h, server)
+	require.Len(t, got, 1)
+	assert.Equal(t, `/etc/sysctl.d/99-zz-vpn.conf sets "net.ipv4.ip_forward = 0"`, got[0].Seen)
 }
 
 func TestTakenPortNamesItsProcess(t *testing.T) {

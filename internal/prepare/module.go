@@ -19,6 +19,7 @@ var Module = &ansible.Module{
 	Description: []string{
 		"Without the memory cgroup controller, adds C(cgroup_memory=1 cgroup_enable=memory) to the Raspberry Pi's C(cmdline.txt) (C(/boot/firmware/cmdline.txt) on Pi OS Bookworm and Ubuntu, C(/boot/cmdline.txt) before), once, keeping the rest of its single line; returns C(reboot_required) until the host runs with it.",
 		"Writes C(/etc/modules-load.d/k3s.conf) with the kernel modules k3s needs and loads those not loaded yet (C(modprobe)).",
+		"Writes C(/etc/sysctl.d/99-k3s.conf) with C(net.ipv4.ip_forward), C(net.bridge.bridge-nf-call-iptables) and C(net.bridge.bridge-nf-call-ip6tables) at 1, and sets those not set yet: k3s sets them when it starts, but a later C(sysctl --system) (a package upgrade, ufw's reload) would apply a file that turns forwarding off.",
 		"Idempotent; C(--check --diff) shows each file's edit. A Go binary: the node needs no Python.",
 	},
 	Author:    []string{"gitops.k3s_flux maintainers (@gitops-k3s-flux)"},
@@ -72,6 +73,9 @@ func (n Node) Run(ctx context.Context, req *ansible.Request) (*ansible.Result, e
 	if raw, err := os.ReadFile(filepath.Join(n.Host.Root, ModulesLoadFile)); err == nil {
 		files.ModulesLoad = string(raw)
 	}
+	if raw, err := os.ReadFile(filepath.Join(n.Host.Root, SysctlFile)); err == nil {
+		files.Sysctl = string(raw)
+	}
 	p := Decide(preflight.MemoryCgroupMissing(n.Host), files, a.Modules)
 	res := &ansible.Result{Changed: len(p.Changes) > 0}
 	res.Set("reboot_required", p.RebootRequired)
@@ -95,6 +99,16 @@ func (n Node) Run(ctx context.Context, req *ansible.Request) (*ansible.Result, e
 		}
 		if err := n.Modprobe(ctx, m); err != nil {
 			notPrepared = append(notPrepared, fmt.Sprintf("kernel module %s: modprobe failed (%v): install the kernel's modules package", m, err))
+		}
+	}
+	// After the modules: the bridge's settings exist once br_netfilter is loaded.
+	for _, s := range Sysctls {
+		path := filepath.Join(n.Host.Root, "/proc/sys", strings.ReplaceAll(s.Key, ".", "/"))
+		if raw, err := os.ReadFile(path); err == nil && strings.TrimSpace(string(raw)) == s.Value {
+			continue
+		}
+		if err := os.WriteFile(path, []byte(s.Value+"\n"), 0o644); err != nil {
+			notPrepared = append(notPrepared, fmt.Sprintf("sysctl %s: could not be set now (%v); k3s sets it when it starts", s.Key, err))
 		}
 	}
 	res.Set("not_prepared", notPrepared)

@@ -15,8 +15,8 @@ import (
 	"github.com/gitops-k3s-flux/k3s_flux/internal/preflight"
 )
 
-// A Pi OS Bookworm host without the memory cgroup: check mode shows the
-// edits and writes nothing; a run writes them and says a reboot is due; a
+// A Pi OS Bookworm host without the memory cgroup, forwarding off: check
+// mode shows the edits and writes nothing; a run writes them and says a reboot is due; a
 // second run changes nothing and still says so until the host rebooted.
 func TestRunOnAPi(t *testing.T) {
 	root := t.TempDir()
@@ -26,12 +26,22 @@ func TestRunOnAPi(t *testing.T) {
 	}
 	write("proc/cgroups", "#subsys_name\thierarchy\tnum_cgroups\tenabled\nmemory\t0\t1\t0\n")
 	write("boot/firmware/cmdline.txt", "console=tty1 root=PARTUUID=1 rootwait\n")
+	write("proc/sys/net/ipv4/ip_forward", "0\n")
+	sysctl := func(path string) string {
+		raw, err := os.ReadFile(filepath.Join(root, "proc/sys", path))
+		require.NoError(t, err)
+		return string(raw)
+	}
 	var loaded []string
 	n := Node{Host: preflight.Host{Root: root}, Modprobe: func(_ context.Context, m string) error {
 		if m == "vxlan" {
 			return errors.New("exit status 1")
 		}
 		loaded = append(loaded, m)
+		if m == "br_netfilter" { // what the module provides, as the kernel shows it
+			write("proc/sys/net/bridge/bridge-nf-call-iptables", "0\n")
+			write("proc/sys/net/bridge/bridge-nf-call-ip6tables", "1\n")
+		}
 		return nil
 	}}
 	run := func(args map[string]any) map[string]any {
@@ -45,10 +55,11 @@ func TestRunOnAPi(t *testing.T) {
 	res := run(map[string]any{"_ansible_check_mode": true, "_ansible_diff": true})
 	assert.Equal(t, true, res["changed"])
 	assert.Equal(t, true, res["reboot_required"])
-	assert.Len(t, res["diff"], 2)
+	assert.Len(t, res["diff"], 3)
 	raw, _ := os.ReadFile(filepath.Join(root, "boot/firmware/cmdline.txt"))
 	assert.Equal(t, "console=tty1 root=PARTUUID=1 rootwait\n", string(raw), "check mode writes nothing")
 	assert.Empty(t, loaded)
+	assert.Equal(t, "0\n", sysctl("net/ipv4/ip_forward"), "check mode sets nothing")
 
 	res = run(map[string]any{})
 	assert.Equal(t, true, res["changed"])
@@ -57,6 +68,10 @@ func TestRunOnAPi(t *testing.T) {
 	raw, _ = os.ReadFile(filepath.Join(root, ModulesLoadFile))
 	assert.Contains(t, string(raw), "br_netfilter\n")
 	assert.Equal(t, []string{"overlay", "br_netfilter"}, loaded)
+	raw, _ = os.ReadFile(filepath.Join(root, SysctlFile))
+	assert.Equal(t, SysctlConf(), string(raw))
+	assert.Equal(t, "1\n", sysctl("net/ipv4/ip_forward"))
+	assert.Equal(t, "1\n", sysctl("net/bridge/bridge-nf-call-iptables"))
 	assert.Equal(t, []any{"kernel module vxlan: modprobe failed (exit status 1): install the kernel's modules package"}, res["not_prepared"])
 
 	res = run(map[string]any{})

@@ -1,6 +1,6 @@
 // Package prepare plans what makes a host ready for k3s where preflight
 // found it was not: the cgroup words on a Raspberry Pi's kernel command
-// line, the kernel modules loaded at boot. Pure: the node module reads the files, asks for a plan,
+// line, the kernel modules loaded at boot, the forwarding sysctls kept on. Pure: the node module reads the files, asks for a plan,
 // and writes it.
 package prepare
 
@@ -46,6 +46,29 @@ func ModulesLoad(modules []string) string {
 	return b.String()
 }
 
+// SysctlFile is the sysctl.d file this collection writes. k3s turns
+// forwarding and the bridge's netfilter calls on itself when it starts
+// (pkg/agent/syssetup, Configure), but every later `sysctl --system` (a
+// package upgrade, ufw's reload) applies the files again: this one keeps
+// them on. "99-" sorts it after the distribution's files.
+const SysctlFile = "/etc/sysctl.d/99-k3s.conf"
+
+// Sysctl is one kernel setting, as sysctl.d names it.
+type Sysctl struct{ Key, Value string }
+
+// Sysctls are those SysctlFile sets.
+var Sysctls = []Sysctl{{"net.ipv4.ip_forward", "1"}, {"net.bridge.bridge-nf-call-iptables", "1"}, {"net.bridge.bridge-nf-call-ip6tables", "1"}}
+
+// SysctlConf is that file's content.
+func SysctlConf() string {
+	var b strings.Builder
+	b.WriteString("# Written by gitops.k3s_flux: what k3s sets when it starts, kept on by every sysctl --system.\n")
+	for _, s := range Sysctls {
+		b.WriteString(s.Key + " = " + s.Value + "\n")
+	}
+	return b.String()
+}
+
 // Change is one file preparation writes: its content before ("" when
 // missing) and after.
 type Change struct {
@@ -63,16 +86,17 @@ type Plan struct {
 	Unfixable []string
 }
 
-// Files is what Decide reads: each cmdline.txt that exists (by path), and
-// the modules-load.d file ("" when missing).
+// Files is what Decide reads: each cmdline.txt that exists (by path), the
+// modules-load.d and sysctl.d files ("" when missing).
 type Files struct {
 	Cmdline     map[string]string
 	ModulesLoad string
+	Sysctl      string
 }
 
 // Decide plans the cmdline.txt edit when the memory cgroup is missing
 // (the first of preflight.CmdlineFiles that exists; none: GRUB, by hand),
-// and the modules-load.d file listing modules.
+// the modules-load.d file listing modules, and the sysctl.d file.
 func Decide(memoryMissing bool, f Files, modules []string) Plan {
 	var p Plan
 	if memoryMissing {
@@ -96,6 +120,9 @@ func Decide(memoryMissing bool, f Files, modules []string) Plan {
 	}
 	if want := ModulesLoad(modules); len(modules) > 0 && f.ModulesLoad != want {
 		p.Changes = append(p.Changes, Change{Path: ModulesLoadFile, Before: f.ModulesLoad, After: want})
+	}
+	if want := SysctlConf(); f.Sysctl != want {
+		p.Changes = append(p.Changes, Change{Path: SysctlFile, Before: f.Sysctl, After: want})
 	}
 	return p
 }

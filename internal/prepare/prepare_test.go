@@ -36,6 +36,11 @@ func TestModulesLoad(t *testing.T) {
 	assert.Equal(t, "# Written by gitops.k3s_flux: kernel modules k3s needs, loaded at boot.\noverlay\nbr_netfilter\nvxlan\n", ModulesLoad([]string{"overlay", "br_netfilter", "vxlan"}))
 }
 
+func TestSysctlConf(t *testing.T) {
+	assert.Equal(t, "# Written by gitops.k3s_flux: what k3s sets when it starts, kept on by every sysctl --system.\n"+
+		"net.ipv4.ip_forward = 1\nnet.bridge.bridge-nf-call-iptables = 1\nnet.bridge.bridge-nf-call-ip6tables = 1\n", SysctlConf())
+}
+
 func TestDecide(t *testing.T) {
 	bookworm := "console=serial0,115200 root=PARTUUID=1 rootwait\n"
 	modules := []string{"overlay", "br_netfilter", "vxlan"}
@@ -49,12 +54,13 @@ func TestDecide(t *testing.T) {
 	}{
 		{name: "Pi OS Bookworm without memory: /boot/firmware, not the stub in /boot", memoryMissing: true,
 			files:     Files{Cmdline: map[string]string{"/boot/firmware/cmdline.txt": bookworm, "/boot/cmdline.txt": "# moved\n"}},
-			wantPaths: []string{"/boot/firmware/cmdline.txt", ModulesLoadFile}, reboot: true},
+			wantPaths: []string{"/boot/firmware/cmdline.txt", ModulesLoadFile, SysctlFile}, reboot: true},
 		{name: "edited by an earlier run, not rebooted yet", memoryMissing: true,
-			files:     Files{Cmdline: map[string]string{"/boot/cmdline.txt": "root=/dev/mmcblk0p2 cgroup_memory=1 cgroup_enable=memory\n"}, ModulesLoad: ModulesLoad(modules)},
+			files:     Files{Cmdline: map[string]string{"/boot/cmdline.txt": "root=/dev/mmcblk0p2 cgroup_memory=1 cgroup_enable=memory\n"}, ModulesLoad: ModulesLoad(modules), Sysctl: SysctlConf()},
 			wantPaths: nil, reboot: true},
-		{name: "memory there: cmdline.txt left alone", files: Files{Cmdline: map[string]string{"/boot/firmware/cmdline.txt": bookworm}, ModulesLoad: ModulesLoad(modules)}},
-		{name: "a PC without memory: by hand", memoryMissing: true, files: Files{ModulesLoad: ModulesLoad(modules)}, unfixable: true},
+		{name: "memory there: cmdline.txt left alone", files: Files{Cmdline: map[string]string{"/boot/firmware/cmdline.txt": bookworm}, ModulesLoad: ModulesLoad(modules), Sysctl: SysctlConf()}},
+		{name: "a PC without memory: by hand", memoryMissing: true, files: Files{ModulesLoad: ModulesLoad(modules), Sysctl: SysctlConf()}, unfixable: true},
+		{name: "a sysctl file edited by hand is written again", files: Files{ModulesLoad: ModulesLoad(modules), Sysctl: "net.ipv4.ip_forward = 0\n"}, wantPaths: []string{SysctlFile}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := Decide(tc.memoryMissing, tc.files, modules)

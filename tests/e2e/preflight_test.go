@@ -20,8 +20,9 @@ import (
 
 // TestPreflightFindingsChangeNothing: hosts made to show what stops k3s on
 // a homelab's machines (docs/testing.md): a Raspberry Pi OS whose kernel
-// runs without the memory cgroup, a kernel without vxlan, swap on, and the
-// API port taken by another program. The play (and its --check) stops
+// runs without the memory cgroup, a kernel without vxlan, swap on, a sysctl
+// file that turns forwarding off, and the API port taken by another
+// program. The play (and its --check) stops
 // before anything changes, naming each host, what was seen and the fix.
 // Every other play test runs the same checks, strict, on hosts that pass.
 func TestPreflightFindingsChangeNothing(t *testing.T) {
@@ -39,7 +40,8 @@ func TestPreflightFindingsChangeNothing(t *testing.T) {
 	piWithoutMemoryCgroup(t, worker)
 	_, err := worker.Exec(`set -e
 		printf 'Filename\tType\tSize\tUsed\tPriority\n/var/swap\tfile\t102396\t0\t-2\n' >/tmp/swaps && mount --bind /tmp/swaps /proc/swaps
-		mount -t tmpfs tmpfs /sys/module`)
+		mount -t tmpfs tmpfs /sys/module
+		printf '# hardening\nnet.ipv4.ip_forward = 0\n' >/etc/sysctl.d/60-hardening.conf`)
 	require.NoError(t, err)
 	// The server's API port held by another program (in its network namespace).
 	holder := exec.Command("nsenter", "--net=/run/netns/"+server.NetNS, "/usr/bin/python3", "-c",
@@ -74,6 +76,7 @@ func TestPreflightFindingsChangeNothing(t *testing.T) {
 			flat := strings.Join(strings.Fields(r.output), " ")
 			assert.Regexp(t, `fatal: \[node2\]: FAILED! => .*this host is not ready for k3s as an agent \(nothing was changed\): memory cgroup: cgroup v1 with the memory controller disabled \(/proc/cgroups\)\. Fix: add \\"cgroup_memory=1 cgroup_enable=memory\\" at the end of the single line in /boot/firmware/cmdline\.txt, then reboot; kernel module vxlan: vxlan is neither loaded, built in, nor in /lib/modules/`, flat)
 			assert.Contains(t, flat, "not ready for k3s (warning): swap: swap is on: /var/swap.")
+			assert.Regexp(t, `not ready for k3s \(warning\): ip forwarding: /etc/sysctl\.d/60-hardening\.conf sets \\?"net\.ipv4\.ip_forward = 0\\?"\. Fix: remove that line`, flat)
 			assert.Regexp(t, `fatal: \[node1\]: FAILED! => .*this host is not ready for k3s as a server \(nothing was changed\): port 6443: TCP port 6443 is taken by python3 \(pid \d+\)\. Fix: stop or move what listens there`, flat)
 			assert.NotContains(t, r.output, "TASK [gitops.k3s_flux.k8s_cluster : Configure k3s", "stopped before any node task")
 			untouched()

@@ -2,8 +2,8 @@
 // homelab's nodes: each host is a network namespace with its own address on
 // a private bridge, its own hostname, its own /etc/rancher,
 // /var/lib/rancher, /var/lib/gitops.k3s_flux, /usr/local/bin, /root, /home,
-// /boot, /etc/modules-load.d and /etc/systemd/system (a private mount
-// namespace), no Python
+// /boot, /etc/modules-load.d, /etc/sysctl.d and /etc/systemd/system (a
+// private mount namespace), no Python
 // interpreter at all (hidden in that namespace), a user with sudo rather
 // than root to log in as, and an sshd that takes key auth only. A host
 // reboots when asked (RebootRequest): everything in it stops, and it boots
@@ -35,11 +35,11 @@ const (
 
 // PrivateDirs are the host paths each test host gets its own copy of
 // (/var/lib/gitops.k3s_flux: the module binaries a pipelined play keeps).
-// /boot and /etc/modules-load.d: what a host's next boot reads;
+// /boot, /etc/modules-load.d and /etc/sysctl.d: what a host's next boot reads;
 // /etc/systemd/system: the units' environment files k3s's install writes;
 // MachineDir: the test host's own state across reboots.
 var PrivateDirs = []string{"/etc/rancher", "/var/lib/rancher", "/var/lib/gitops.k3s_flux", "/usr/local/bin", "/root", "/home",
-	"/boot", "/etc/modules-load.d", "/etc/systemd/system", MachineDir}
+	"/boot", "/etc/modules-load.d", "/etc/sysctl.d", "/etc/systemd/system", MachineDir}
 
 // MachineDir holds, inside each host, what the test bed keeps of it across
 // reboots: BootHooks, its boot id, and the request to reboot.
