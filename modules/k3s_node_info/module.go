@@ -79,6 +79,7 @@ var module = &ansible.Module{
 		{Name: "token", Description: []string{"The node token. A secret."}, Returned: "when return_token is true", Type: "str", Sample: "K10<sha256>::server:<secret>"},
 		{Name: "kubeconfig", Description: []string{"The admin kubeconfig's content. A secret."}, Returned: "when return_kubeconfig is true", Type: "str", Sample: "apiVersion: v1\nclusters: ..."},
 		{Name: "node_time", Description: []string{"The node's clock when the checks ran, in seconds since the epoch: the action plugin compares it with the controller's (the C(clock) finding)."}, Returned: "when preflight is set", Type: "float", Sample: 1796428800.25},
+		{Name: "firewall", Description: []string{"The active host firewall, C(ufw), C(firewalld) or C(none), as module k3s_firewall reads it."}, Returned: "when preflight is set", Type: "str", Sample: "none"},
 		{Name: "preflight", Description: []string{"What the host lacks for k3s: each finding's C(check), C(severity) (C(error): k3s would not work; C(warning)), what was C(seen) and the C(fix). Empty when the host is ready."}, Returned: "when preflight is set", Type: "list",
 			Sample: []any{map[string]any{"check": "memory cgroup", "severity": "error", "seen": "cgroup v2 without the memory controller (/sys/fs/cgroup/cgroup.controllers: cpuset cpu io pids)", "fix": "add \"cgroup_memory=1 cgroup_enable=memory\" at the end of the single line in /boot/firmware/cmdline.txt, then reboot"}}},
 	},
@@ -168,7 +169,14 @@ var thisHost = preflight.ThisHost
 // checkReady runs the preflight checks, sets their findings and, in strict
 // mode, fails on an error finding, naming each.
 func checkReady(req *ansible.Request, res *ansible.Result, p preflightArgs, dataDir string, k3sRunning bool) error {
-	findings := preflight.Check(thisHost(), preflight.Want{Role: p.Role, Etcd: p.Etcd, FlannelBackend: p.FlannelBackend,
+	host := thisHost()
+	if host.Firewall != nil {
+		// Which firewall to open (module k3s_firewall): role k8s_cluster skips that task where none is active.
+		if state, err := host.Firewall(); err == nil {
+			res.Set("firewall", state.Firewall)
+		}
+	}
+	findings := preflight.Check(host, preflight.Want{Role: p.Role, Etcd: p.Etcd, FlannelBackend: p.FlannelBackend,
 		InstallSource: p.InstallSource, DataDir: dataDir, APIPort: p.APIPort, K3sRunning: k3sRunning,
 		ClusterCIDRs: p.ClusterCIDR, ServiceCIDRs: p.ServiceCIDR, EmbeddedRegistry: p.EmbeddedRegistry, FirewallOpened: p.FirewallOpened})
 	if p.RebootPending {
