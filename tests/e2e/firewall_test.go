@@ -50,7 +50,9 @@ func TestPrepareOpensTheFirewall(t *testing.T) {
 	closed := map[string]string{node1.Name: rules(node1), node2.Name: rules(node2)}
 	require.Contains(t, apiFromNode2(), "exit status 28", "ufw drops what it does not allow")
 
-	t.Run("left alone, preflight names what is closed and nothing changes", func(t *testing.T) {
+	// Short subtest names: the SSH control sockets live under the subtest's temporary directory.
+	// Left alone, preflight names what is closed, and nothing changes.
+	t.Run("closed", func(t *testing.T) {
 		r := c.play(t, clusterPlayArgs(t, c, b, t.TempDir(), map[string]any{"k8s_cluster_firewall": false})...)
 		require.Error(t, r.err)
 		flat := strings.Join(strings.Fields(r.output), " ")
@@ -64,7 +66,8 @@ func TestPrepareOpensTheFirewall(t *testing.T) {
 	})
 
 	args := clusterPlayArgs(t, c, b, t.TempDir(), nil)
-	t.Run("check mode shows the rules it would add", func(t *testing.T) {
+	// Check mode shows the rules it would add.
+	t.Run("check", func(t *testing.T) {
 		r := c.play(t, append(args, "--check", "--diff")...)
 		require.NoError(t, r.err, r.output)
 		assert.Contains(t, r.output, "+allow 6443/tcp\n", r.output)
@@ -75,7 +78,8 @@ func TestPrepareOpensTheFirewall(t *testing.T) {
 		}
 	})
 
-	t.Run("the play opens them and the agent joins through them", func(t *testing.T) {
+	// The play opens them, and the agent joins through them.
+	t.Run("opened", func(t *testing.T) {
 		r := c.play(t, args...)
 		require.NoError(t, r.err, r.output)
 		server, agent := rules(node1), rules(node2)

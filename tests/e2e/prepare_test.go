@@ -42,7 +42,7 @@ func TestPrepareAPi(t *testing.T) {
 	assert.Contains(t, r.output, "+net.ipv4.ip_forward = 1\n")
 	assert.Regexp(t, `TASK \[gitops\.k3s_flux\.k8s_cluster : Reboot each host whose kernel must boot with its prepared command line\] \*+\s+skipping: \[node1\]\s+changed: \[node2\]`, r.output)
 	assert.Contains(t, flat, "not ready for k3s (warning): memory cgroup: cgroup v1 with the memory controller disabled (/proc/cgroups). Fix: none by hand: the kernel command line as prepared enables it, and the host reboots before k3s is installed")
-	got, err := worker.Exec("cat /boot/firmware/cmdline.txt; ls /etc/modules-load.d /etc/sysctl.d; cat /proc/sys/net/ipv4/ip_forward")
+	got, err := worker.Exec("cat /boot/firmware/cmdline.txt; ls /etc/modules-load.d; ls /etc/sysctl.d; cat /proc/sys/net/ipv4/ip_forward")
 	require.NoError(t, err)
 	assert.Equal(t, piCmdline+"\n0\n", got, "check mode writes nothing")
 	assert.Equal(t, firstBoot, bootID(), "check mode reboots nothing")
