@@ -102,4 +102,5 @@ func TestPrepareOpensTheFirewall(t *testing.T) {
 		require.NoError(t, r.err, r.output)
 		assert.Equal(t, map[string]int{"node1": 0, "node2": 0, "localhost": 0}, r.changed(), r.output)
 	})
+	t.Logf("on a host with ufw: %s", preflightCost(t, node2))
 }
