@@ -8,6 +8,7 @@ package firewall
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"os/exec"
@@ -99,6 +100,10 @@ type State struct {
 	// (comment dropped). Firewalld: "6443/tcp" for a port of the default
 	// zone, "from 10.42.0.0/16" for a source of the trusted zone.
 	Allowed []string
+	// Own are the ufw rules of Allowed that this collection added (their
+	// comment starts with Comment): the only ones it ever removes.
+	// firewalld keeps no such mark.
+	Own []string
 }
 
 // Missing is the part of needed that the firewall does not allow yet. A
@@ -155,6 +160,20 @@ func Commands(firewall string, rules []Rule) [][]string {
 			// The permanent configuration becomes the running one.
 			out = append(out, []string{"firewall-cmd", "--reload"})
 		}
+	}
+	return out
+}
+
+// RemoveCommands are the commands that take out the rules this collection
+// added to ufw (state.Own); none for firewalld, which keeps no mark of who
+// added a port.
+func RemoveCommands(s State) [][]string {
+	var out [][]string
+	if s.Firewall != UFW {
+		return nil
+	}
+	for _, r := range s.Own {
+		out = append(out, append([]string{"ufw", "delete"}, strings.Fields(r)...))
 	}
 	return out
 }
@@ -225,6 +244,11 @@ func Read(ctx context.Context, h Host) (State, error) {
 						state.Allowed = append(state.Allowed, r)
 					}
 				}
+				for _, r := range ownUFWRules(string(raw)) {
+					if !slices.Contains(state.Own, r) {
+						state.Own = append(state.Own, r)
+					}
+				}
 			}
 			return state, nil
 		}
@@ -251,6 +275,26 @@ func readFirewalld(ctx context.Context, h Host) (State, error) {
 		allowed = append(allowed, "from "+s)
 	}
 	return State{Firewall: Firewalld, Allowed: allowed}, nil
+}
+
+// ownUFWRules are the rules of a ufw rules file whose comment (hex, as ufw
+// writes it) starts with Comment, normalized as ParseUFWTuples does.
+func ownUFWRules(text string) []string {
+	var out []string
+	for _, line := range strings.Split(text, "\n") {
+		_, comment, ok := strings.Cut(line, " comment=")
+		if !ok {
+			continue
+		}
+		decoded, err := hex.DecodeString(strings.TrimSpace(comment))
+		if err != nil || !strings.HasPrefix(string(decoded), Comment+":") {
+			continue
+		}
+		if rules := ParseUFWTuples(line); len(rules) == 1 && !strings.HasPrefix(rules[0], "other: ") {
+			out = append(out, rules[0])
+		}
+	}
+	return out
 }
 
 func ufwEnabled(conf string) bool {

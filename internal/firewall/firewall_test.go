@@ -2,6 +2,7 @@ package firewall
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"strings"
 	"testing"
@@ -93,6 +94,26 @@ func TestMissingAndCommands(t *testing.T) {
 			assert.Equal(t, tc.commands, commands)
 		})
 	}
+}
+
+func TestOwnRulesAndTheirRemoval(t *testing.T) {
+	own := func(why string) string { return "comment=" + hex.EncodeToString([]byte(Comment+": "+why)) }
+	rules := "### tuple ### allow tcp 22 0.0.0.0/0 any 0.0.0.0/0 in\n" +
+		"### tuple ### allow tcp 6443 0.0.0.0/0 any 0.0.0.0/0 in " + own("k3s API and supervisor") + "\n" +
+		"### tuple ### allow tcp 10250 0.0.0.0/0 any 0.0.0.0/0 in comment=" + hex.EncodeToString([]byte("mine: kubelet")) + "\n" +
+		"### tuple ### allow any any 0.0.0.0/0 any 10.42.0.0/16 in " + own("pods") + "\n" +
+		"### tuple ### allow tcp 6443 10.0.0.5 any 0.0.0.0/0 in " + own("odd") + "\n" +
+		"### tuple ### allow tcp 6443 ::/0 any ::/0 in " + own("k3s API and supervisor") + "\n"
+	h := fakeHost([]string{"ufw"}, map[string]string{UFWConfig: "ENABLED=yes\n", UFWRules[0]: rules}, nil)
+	state, err := Read(context.Background(), h)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"allow 6443/tcp", "allow from 10.42.0.0/16"}, state.Own, "a rule without the mark, or not one this collection writes, is not its own")
+	var commands []string
+	for _, c := range RemoveCommands(state) {
+		commands = append(commands, strings.Join(c, " "))
+	}
+	assert.Equal(t, []string{"ufw delete allow 6443/tcp", "ufw delete allow from 10.42.0.0/16"}, commands)
+	assert.Empty(t, RemoveCommands(State{Firewall: Firewalld, Allowed: []string{"6443/tcp"}}), "firewalld keeps no mark")
 }
 
 func TestParseUFWTuples(t *testing.T) {

@@ -2,6 +2,7 @@ package k3sfirewall
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"strings"
 	"testing"
@@ -53,6 +54,19 @@ func ufwHost(rules []string, ran *[]string) firewall.Host {
 	}
 }
 
+// runOn runs the module, with diff, on a ufw host with rules; it returns
+// the result, the exit code and the commands run.
+func runOn(t *testing.T, rules []string, args map[string]any) (map[string]any, int, []string) {
+	t.Helper()
+	var ran []string
+	host := ufwHost(rules, &ran)
+	args["_ansible_diff"] = true
+	res, code, _ := ansibletest.Run(t, Module, func(ctx context.Context, req *ansible.Request) (*ansible.Result, error) {
+		return Run(ctx, req, host)
+	}, args)
+	return res, code, ran
+}
+
 // ssh is the rule a ufw host has first.
 const ssh = "allow tcp 22 0.0.0.0/0 any 0.0.0.0/0 in"
 
@@ -88,12 +102,7 @@ func TestRun(t *testing.T) {
 			msg: `cluster_cidr: "10.42.0.0/16; reboot" is not a network in CIDR notation (such as 10.42.0.0/16)`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var ran []string
-			host := ufwHost(tc.rules, &ran)
-			tc.args["_ansible_diff"] = true
-			res, code, _ := ansibletest.Run(t, Module, func(ctx context.Context, req *ansible.Request) (*ansible.Result, error) {
-				return Run(ctx, req, host)
-			}, tc.args)
+			res, code, ran := runOn(t, tc.rules, tc.args)
 			assert.Equal(t, tc.ran, ran)
 			if tc.msg != "" {
 				assert.Equal(t, 1, code)
@@ -110,6 +119,39 @@ func TestRun(t *testing.T) {
 			}
 			diff, _ := res["diff"].(map[string]any)
 			assert.Equal(t, tc.diff, diff["after"], res)
+		})
+	}
+}
+
+func TestRemove(t *testing.T) {
+	own := "allow tcp 6443 0.0.0.0/0 any 0.0.0.0/0 in comment=" + hex.EncodeToString([]byte(firewall.Comment+": k3s API and supervisor"))
+	theirs := "allow tcp 10250 0.0.0.0/0 any 0.0.0.0/0 in"
+	for _, tc := range []struct {
+		name    string
+		args    map[string]any
+		rules   []string
+		ran     []string
+		removed []any
+		after   string
+	}{
+		{name: "takes out its own rules only", args: map[string]any{"state": "absent"}, rules: []string{ssh, own, theirs},
+			ran: []string{"ufw delete allow 6443/tcp"}, removed: []any{"allow 6443/tcp"}, after: "allow 22/tcp\nallow 10250/tcp\n"},
+		{name: "check mode runs nothing", args: map[string]any{"state": "absent", "_ansible_check_mode": true}, rules: []string{ssh, own},
+			removed: []any{"allow 6443/tcp"}, after: "allow 22/tcp\n"},
+		{name: "nothing of its own: nothing to do", args: map[string]any{"state": "absent"}, rules: []string{ssh, theirs}, removed: []any{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, code, ran := runOn(t, tc.rules, tc.args)
+			assert.Equal(t, 0, code, res)
+			assert.Equal(t, tc.ran, ran)
+			assert.Equal(t, tc.removed, res["removed"])
+			assert.Equal(t, len(tc.removed) > 0, res["changed"])
+			if tc.after == "" {
+				assert.Nil(t, res["diff"])
+				return
+			}
+			diff, _ := res["diff"].(map[string]any)
+			assert.Equal(t, tc.after, diff["after"], res)
 		})
 	}
 }

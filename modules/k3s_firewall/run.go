@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 
 	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible"
@@ -11,6 +12,7 @@ import (
 )
 
 type args struct {
+	State            string   `json:"state"`
 	Role             string   `json:"role"`
 	Etcd             bool     `json:"etcd"`
 	FlannelBackend   string   `json:"flannel_backend"`
@@ -41,31 +43,69 @@ func Run(ctx context.Context, req *ansible.Request, h firewall.Host) (*ansible.R
 	if err != nil {
 		return nil, err
 	}
+	if a.State == "absent" {
+		return remove(ctx, req, h, state)
+	}
 	missing := firewall.Missing(state, needed)
 	res := &ansible.Result{Changed: len(missing) > 0}
 	res.Set("firewall", state.Firewall)
 	res.Set("needed", strs(needed))
 	res.Set("added", strs(missing))
-	if len(missing) > 0 {
-		before := strings.Join(state.Allowed, "\n")
-		if before != "" {
-			before += "\n"
-		}
-		after := before
-		for _, r := range missing {
-			after += added(state.Firewall, r) + "\n"
-		}
-		res.Diff = []ansible.Diff{{Before: before, After: after, BeforeHeader: state.Firewall + " rules", AfterHeader: state.Firewall + " rules"}}
+	res.Set("removed", []string{})
+	var after []string
+	for _, r := range missing {
+		after = append(after, added(state.Firewall, r))
 	}
+	res.Diff = rulesDiff(state, append(append([]string{}, state.Allowed...), after...))
+	return res, run(ctx, req, h, state.Firewall, firewall.Commands(state.Firewall, missing))
+}
+
+// remove takes out the ufw rules this collection added.
+func remove(ctx context.Context, req *ansible.Request, h firewall.Host, state firewall.State) (*ansible.Result, error) {
+	res := &ansible.Result{Changed: len(state.Own) > 0}
+	res.Set("firewall", state.Firewall)
+	res.Set("needed", []string{})
+	res.Set("added", []string{})
+	res.Set("removed", append([]string{}, state.Own...))
+	if state.Firewall == firewall.Firewalld {
+		req.Warn("firewalld keeps no mark of who added a port: the ports k3s needed are left open (firewall-cmd --permanent --remove-port=... takes them out)")
+	}
+	var kept []string
+	for _, r := range state.Allowed {
+		if !slices.Contains(state.Own, r) {
+			kept = append(kept, r)
+		}
+	}
+	res.Diff = rulesDiff(state, kept)
+	return res, run(ctx, req, h, state.Firewall, firewall.RemoveCommands(state))
+}
+
+// rulesDiff is the firewall's rules before and after, when they differ.
+func rulesDiff(state firewall.State, after []string) []ansible.Diff {
+	if slices.Equal(state.Allowed, after) {
+		return nil
+	}
+	text := func(rules []string) string {
+		if len(rules) == 0 {
+			return ""
+		}
+		return strings.Join(rules, "\n") + "\n"
+	}
+	header := state.Firewall + " rules"
+	return []ansible.Diff{{Before: text(state.Allowed), After: text(after), BeforeHeader: header, AfterHeader: header}}
+}
+
+// run runs commands, one at a time, unless in check mode.
+func run(ctx context.Context, req *ansible.Request, h firewall.Host, fw string, commands [][]string) error {
 	if req.CheckMode {
-		return res, nil
+		return nil
 	}
-	for _, argv := range firewall.Commands(state.Firewall, missing) {
+	for _, argv := range commands {
 		if _, err := h.Run(ctx, argv...); err != nil {
-			return res, fmt.Errorf("open k3s's ports in %s (%s): %w", state.Firewall, strings.Join(argv, " "), err)
+			return fmt.Errorf("change %s (%s): %w", fw, strings.Join(argv, " "), err)
 		}
 	}
-	return res, nil
+	return nil
 }
 
 // added is a rule as the diff shows it, in the form state.Allowed lists.

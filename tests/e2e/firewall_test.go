@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -20,7 +21,7 @@ import (
 // open them, and nothing changes; --check --diff shows the rules the role
 // would add and adds none; the play opens them, only those of each host's
 // role, and the agent joins the server through them; a second run changes
-// nothing.
+// nothing; reset takes out the rules the role added, and only those.
 func TestPrepareOpensTheFirewall(t *testing.T) {
 	t.Parallel()
 	c := installCollection(t)
@@ -103,4 +104,16 @@ func TestPrepareOpensTheFirewall(t *testing.T) {
 		assert.Equal(t, map[string]int{"node1": 0, "node2": 0, "localhost": 0}, r.changed(), r.output)
 	})
 	t.Logf("on a host with ufw: %s", preflightCost(t, node2))
+
+	// Reset takes out the rules the role added, and only those.
+	t.Run("reset", func(t *testing.T) {
+		reset := []string{"-i", b.Hosts.Inventory, filepath.Join(c.root, "playbooks", "reset.yml"), args[len(args)-2], args[len(args)-1],
+			"-e", "k8s_cluster_reset_confirmed=true"}
+		r := c.play(t, reset...)
+		require.NoError(t, r.err, r.output)
+		for _, h := range []*testhosts.Host{node1, node2} {
+			assert.Equal(t, closed[h.Name], rules(h), h.Name)
+		}
+		assert.Contains(t, apiFromNode2(), "exit status 28", "dropped again")
+	})
 }
