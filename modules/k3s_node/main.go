@@ -1,7 +1,7 @@
 // Command k3s_node is the Ansible modules that change a node: k3s_node
 // installs k3s and keeps its service enabled, active and answering;
 // k3s_prepare makes the host ready for it; k3s_firewall opens its ports;
-// k3s_reboot reboots it. One
+// k3s_reboot reboots it; k3s_etcd_snapshot takes an etcd snapshot. One
 // binary, so that a node receives one.
 package main
 
@@ -14,6 +14,7 @@ import (
 	"github.com/gitops-k3s-flux/k3s_flux/internal/k3snode"
 	"github.com/gitops-k3s-flux/k3s_flux/internal/preflight"
 	"github.com/gitops-k3s-flux/k3s_flux/internal/prepare"
+	k3setcdsnapshot "github.com/gitops-k3s-flux/k3s_flux/modules/k3s_etcd_snapshot"
 	k3sfirewall "github.com/gitops-k3s-flux/k3s_flux/modules/k3s_firewall"
 	k3sreboot "github.com/gitops-k3s-flux/k3s_flux/modules/k3s_reboot"
 )
@@ -28,6 +29,9 @@ func main() {
 		"k3s_reboot":  {Module: k3sreboot.Module, Run: k3sreboot.ThisNode.Run},
 		"k3s_firewall": {Module: k3sfirewall.Module, Run: func(ctx context.Context, req *ansible.Request) (*ansible.Result, error) {
 			return k3sfirewall.Run(ctx, req, firewall.ThisHost())
+		}},
+		"k3s_etcd_snapshot": {Module: k3setcdsnapshot.Module, Run: func(ctx context.Context, req *ansible.Request) (*ansible.Result, error) {
+			return k3setcdsnapshot.Run(ctx, req, k3setcdsnapshot.ThisHost)
 		}},
 	})
 }

@@ -670,6 +670,8 @@ func TestHAPlay(t *testing.T) {
 
 	// Rolling upgrades, a stopped rollout, no downgrade (upgrade_test.go).
 	testUpgrades(t, b, vars, play)
+	// Snapshots on demand, after the upgrades' (snapshot_test.go).
+	testSnapshots(t, b, vars, run)
 
 	reset := func(args ...string) playResult {
 		t.Helper()

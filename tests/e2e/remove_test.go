@@ -76,6 +76,9 @@ func testRemoveNode(t *testing.T, b *bed.Bed, remove func(args ...string) playRe
 			assert.NoError(t, err, "%s bare", name)
 		}
 		assert.Equal(t, []string{"node1", "node2"}, etcdMembers(t, b))
+		// A snapshot before the server's removal (not before the agent's), on the first controller.
+		taken := snapshotNamed(t, b.Hosts.Host("node1"), "pre-remove-node3")
+		assert.Contains(t, strings.Join(strings.Fields(r.output), " "), "Snapshot "+taken+" on node1: file://")
 		r = remove("-l", "node4,node3")
 		require.NoError(t, r.err, r.output)
 		assert.Equal(t, map[string]int{"node3": 0, "node4": 0}, r.changed(), r.output)

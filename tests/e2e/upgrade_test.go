@@ -169,6 +169,8 @@ func testUpgrades(t *testing.T, b *bed.Bed, vars map[string]any, play func(map[s
 		}
 		assert.Contains(t, r.output, "+k3s: "+v2)
 		assert.Equal(t, all(v1), nodeVersions(t, kc), "nothing upgraded or cordoned")
+		assert.Contains(t, r.output, "would take an etcd snapshot named pre-upgrade-v1.36.3-k3s1-<node name>-<unix time>")
+		assert.Empty(t, snapshotsOn(t, b.Hosts.Host("node1")), "and no snapshot taken")
 	})
 
 	t.Run("upgrade", func(t *testing.T) {
@@ -185,6 +187,10 @@ func testUpgrades(t *testing.T, b *bed.Bed, vars map[string]any, play func(map[s
 		assert.Equal(t, 1, most, "one node unschedulable at a time")
 		assert.Equal(t, []string{"node1", "node2", "node3", "node4"}, order, "servers in order, then the agent")
 		assert.Equal(t, all(v2), nodeVersions(t, kc), "all upgraded and uncordoned")
+		// A snapshot before the first node was touched, named after the step and the version.
+		taken := snapshotNamed(t, b.Hosts.Host("node1"), "pre-upgrade-v1.36.3-k3s1")
+		assert.Less(t, strings.Index(r.output, "Snapshot "+taken+" on node1: file:///var/lib/rancher/k3s/server/db/snapshots/"+taken),
+			strings.Index(r.output, "TASK [gitops.k3s_flux.k8s_cluster : Drain the node before its upgrade]"), "taken before the first drain")
 		for _, h := range b.Hosts.Hosts {
 			out, err := h.Exec("/usr/local/bin/k3s --version")
 			require.NoError(t, err)
@@ -198,6 +204,7 @@ func testUpgrades(t *testing.T, b *bed.Bed, vars map[string]any, play func(map[s
 		r = play(with("k8s_cluster_k3s_version", v2))
 		require.NoError(t, r.err, r.output)
 		assert.Equal(t, map[string]int{"node1": 0, "node2": 0, "node3": 0, "node4": 0, "localhost": 0}, r.changed(), r.output)
+		assert.Len(t, snapshotsOn(t, b.Hosts.Host("node1")), 1, "nothing to upgrade, no snapshot")
 	})
 
 	t.Run("upgrade stops", func(t *testing.T) {
@@ -210,6 +217,7 @@ func testUpgrades(t *testing.T, b *bed.Bed, vars map[string]any, play func(map[s
 		r.output = strings.Join(strings.Fields(r.output), " ")
 		assert.Contains(t, r.output, "The upgrade of node3 (Node node3) from "+v2+" to "+v3+" failed at 'Drain the node before its upgrade': drain node node3: not done after 15s: 1 pod(s) still held back by a PodDisruptionBudget (default/pinned-", r.output)
 		assert.Contains(t, r.output, "The rollout stopped there: no other node of this step and every agent stay on their version, and the Node node3 is left cordoned.")
+		assert.Regexp(t, `The etcd snapshot taken before the rollout: pre-upgrade-v1\.36\.4-k3s1-node1-\d{10} on node1\.`, r.output)
 		assert.Equal(t, map[string]string{"node1": v3, "node2": v3, "node3": v2 + " cordoned", "node4": v2}, nodeVersions(t, kc))
 
 		// Once the budget allows it, a re-run carries on where the rollout stopped.
@@ -221,6 +229,7 @@ func testUpgrades(t *testing.T, b *bed.Bed, vars map[string]any, play func(map[s
 		require.NoError(t, r.err, r.output)
 		assert.Equal(t, all(v3), nodeVersions(t, kc))
 		assert.Equal(t, 0, r.changed()["node1"]+r.changed()["node2"], "the upgraded servers untouched: %s", r.output)
+		assert.Len(t, snapshotsOn(t, b.Hosts.Host("node1")), 3, "a snapshot before each rollout, the one carried on too: %s", r.output)
 	})
 
 	t.Run("no downgrade", func(t *testing.T) {

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"time"
 )
@@ -75,4 +77,17 @@ func removeDeletedMembers(client *apiClientT) {
 			_, _, _ = client.do("PATCH", "/api/v1/nodes/"+m.Name, patch, "application/merge-patch+json")
 		}
 	}
+}
+
+// etcdWALDir is where a server keeps its etcd write-ahead log; k3s takes
+// etcd as initialised on this host when it exists (pkg/etcd/etcd.go
+// walDir, IsInitialized), as `k3s etcd-snapshot save` asks first.
+func etcdWALDir(dataDir string) string {
+	return filepath.Join(dataDir, "server", "db", "etcd", "member", "wal")
+}
+
+// initEtcdDataDir makes the server's etcd data directory, as etcd does on
+// its first start.
+func initEtcdDataDir(dataDir string) error {
+	return os.MkdirAll(etcdWALDir(dataDir), 0o700)
 }

@@ -71,22 +71,13 @@ func run(args []string) error {
 		fmt.Printf("k3s version %s (standin)\ngo version go1.26\n", installedVersion())
 		return nil
 	case "server", "agent":
+	case "etcd-snapshot":
+		return runEtcdSnapshot(args[1:])
 	default:
-		return fmt.Errorf("the k3s stand-in supports server, agent and --version, not %q", args[0])
+		return fmt.Errorf("the k3s stand-in supports server, agent, etcd-snapshot and --version, not %q", args[0])
 	}
 	role := args[0]
-	configPath := os.Getenv("K3S_CONFIG_FILE")
-	for i, a := range args[1:] {
-		if v, ok := strings.CutPrefix(a, "--config="); ok {
-			configPath = v
-		} else if (a == "--config" || a == "-c") && i+2 < len(args) {
-			configPath = args[i+2]
-		}
-	}
-	if configPath == "" {
-		configPath = defaultConfig
-	}
-	entries, _, err := loadConfig(configPath)
+	entries, _, err := loadConfig(configPathOf(args[1:]))
 	if err != nil {
 		return err
 	}
@@ -117,6 +108,23 @@ func run(args []string) error {
 		return runServer(s, bed)
 	}
 	return runAgent(s, bed)
+}
+
+// configPathOf is the config file k3s reads: --config/-c, else
+// $K3S_CONFIG_FILE, else the default.
+func configPathOf(args []string) string {
+	path := os.Getenv("K3S_CONFIG_FILE")
+	for i, a := range args {
+		if v, ok := strings.CutPrefix(a, "--config="); ok {
+			path = v
+		} else if (a == "--config" || a == "-c") && i+1 < len(args) {
+			path = args[i+1]
+		}
+	}
+	if path == "" {
+		path = defaultConfig
+	}
+	return path
 }
 
 func withoutConfigFlag(args []string) []string {
@@ -217,7 +225,8 @@ func loadRegistries(path string) ([]string, error) {
 // isSecretFlag tells whether a flag's value is a credential.
 func isSecretFlag(arg string) bool {
 	switch strings.TrimLeft(arg, "-") {
-	case "token", "t", "agent-token", "etcd-s3-secret-key", "etcd-s3-access-key", "etcd-s3-session-token":
+	case "token", "t", "agent-token", "etcd-s3-secret-key", "etcd-s3-access-key", "etcd-s3-session-token",
+		"etcd-token", "s3-secret-key", "s3-access-key", "s3-session-token":
 		return true
 	}
 	return false

@@ -88,6 +88,9 @@ func runServer(s settings, bed bedInfo) error {
 		return err
 	}
 	if etcdMember(s) {
+		if err := initEtcdDataDir(dataDir); err != nil {
+			return err
+		}
 		client, err := apiClient(bed)
 		if err != nil {
 			return err

@@ -1,0 +1,21 @@
+package k3sconfig
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestFileSecrets(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "config.yaml")
+	require.NoError(t, os.WriteFile(path, []byte("token: K10abc\nnode-name: node1\netcd-s3-secret-key: s3secret\n"), 0o600))
+	require.NoError(t, os.MkdirAll(path+".d", 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(path+".d", "50-s3.yaml"), []byte("etcd-s3-access-key: AKIA\nagnt-token: slipped\n"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(path+".d", "60-bad.yml"), []byte(": not yaml: ["), 0o600))
+	assert.Equal(t, []string{"AKIA", "K10abc", "s3secret", "slipped"}, FileSecrets(path))
+	assert.Empty(t, FileSecrets(filepath.Join(dir, "missing.yaml")))
+}

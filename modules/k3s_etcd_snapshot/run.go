@@ -1,0 +1,177 @@
+package k3setcdsnapshot
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible"
+	"github.com/gitops-k3s-flux/k3s_flux/internal/k3sconfig"
+	"github.com/gitops-k3s-flux/k3s_flux/internal/k3snode"
+)
+
+// Host is what Run needs of the node.
+type Host struct {
+	// K3s runs the k3s binary: its standard output, or an error carrying
+	// k3s's own message.
+	K3s func(ctx context.Context, args ...string) (string, error)
+	// Secrets are the credential values in k3s's config files.
+	Secrets func() []string
+	Now     func() time.Time
+}
+
+// ThisHost is the machine the binary runs on.
+var ThisHost = Host{
+	K3s:     runK3s(filepath.Join(k3snode.DefaultPaths.BinDir, "k3s")),
+	Secrets: func() []string { return k3sconfig.FileSecrets(k3sconfig.DefaultPath) },
+	Now:     time.Now,
+}
+
+// Snapshot is one line of `k3s etcd-snapshot ls`.
+type Snapshot struct {
+	Name     string `json:"name"`
+	Location string `json:"location"`
+	Size     int64  `json:"size"`
+	Created  string `json:"created"`
+}
+
+type args struct {
+	Name string `json:"name"`
+}
+
+var validName = regexp.MustCompile(`^[a-z0-9]([a-z0-9.-]{0,98}[a-z0-9])?$`)
+
+// Run takes the snapshot (not in check mode) and lists the kept ones.
+func Run(ctx context.Context, req *ansible.Request, h Host) (*ansible.Result, error) {
+	var a args
+	if err := req.Decode(&a); err != nil {
+		return nil, err
+	}
+	if !validName.MatchString(a.Name) {
+		return nil, fmt.Errorf("name must be lowercase letters, digits, '-' and '.', starting and ending with a letter or digit, at most 100 characters (k3s makes a file and an object name of it), got %q", a.Name)
+	}
+	for _, s := range h.Secrets() {
+		req.AddSecret(s)
+	}
+	res := &ansible.Result{Changed: true}
+	if req.CheckMode {
+		kept, err := list(ctx, h)
+		if err != nil {
+			return nil, err
+		}
+		res.Set("snapshots", kept)
+		res.Msg = fmt.Sprintf("would take an etcd snapshot named %s-<node name>-<unix time>", a.Name)
+		return res, nil
+	}
+	start := h.Now()
+	if _, err := h.K3s(ctx, "etcd-snapshot", "save", "--name", a.Name); err != nil {
+		return nil, fmt.Errorf("k3s etcd-snapshot save --name %s: %w", a.Name, err)
+	}
+	kept, err := list(ctx, h)
+	if err != nil {
+		return nil, err
+	}
+	taken, ok := Newest(kept, a.Name, start)
+	if !ok {
+		return nil, fmt.Errorf("k3s etcd-snapshot save --name %s succeeded, but k3s etcd-snapshot ls lists no snapshot %s-<node name>-<time> taken since %s", a.Name, a.Name, start.UTC().Format(time.RFC3339))
+	}
+	res.Set("snapshot", taken)
+	res.Set("snapshots", kept)
+	res.Msg = fmt.Sprintf("took etcd snapshot %s (%s)", taken.Name, taken.Location)
+	return res, nil
+}
+
+func list(ctx context.Context, h Host) ([]Snapshot, error) {
+	out, err := h.K3s(ctx, "etcd-snapshot", "ls")
+	if err != nil {
+		return nil, fmt.Errorf("k3s etcd-snapshot ls: %w", err)
+	}
+	return ParseList(out), nil
+}
+
+// ParseList reads the table `k3s etcd-snapshot ls` prints: "Name Location
+// Size Created" for local snapshots, "Name Size Created" for those in S3
+// (location s3); oldest first.
+func ParseList(out string) []Snapshot {
+	kept := []Snapshot{}
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 3 || f[0] == "Name" {
+			continue
+		}
+		s := Snapshot{Name: f[0], Location: "s3"}
+		if len(f) >= 4 {
+			s.Location = f[1]
+		}
+		size, err := strconv.ParseInt(f[len(f)-2], 10, 64)
+		if err != nil {
+			continue // a log line, not a row
+		}
+		s.Size, s.Created = size, f[len(f)-1]
+		kept = append(kept, s)
+	}
+	slices.SortStableFunc(kept, func(a, b Snapshot) int { return strings.Compare(a.Created, b.Created) })
+	return kept
+}
+
+// Newest is the latest snapshot named name-<node>-<time> created since
+// start (k3s rounds the time to the second), a local one before one in S3.
+func Newest(kept []Snapshot, name string, start time.Time) (Snapshot, bool) {
+	var best Snapshot
+	var bestAt time.Time
+	found := false
+	for _, s := range kept {
+		at, err := time.Parse(time.RFC3339, s.Created)
+		if err != nil || !strings.HasPrefix(s.Name, name+"-") || at.Before(start.Add(-time.Second).Truncate(time.Second)) {
+			continue
+		}
+		if !found || at.After(bestAt) || (at.Equal(bestAt) && best.Location == "s3" && s.Location != "s3") {
+			best, bestAt, found = s, at, true
+		}
+	}
+	return best, found
+}
+
+// runK3s runs the k3s binary at path.
+func runK3s(path string) func(ctx context.Context, args ...string) (string, error) {
+	return func(ctx context.Context, args ...string) (string, error) {
+		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+			return "", fmt.Errorf("k3s is not installed here (%s): snapshots are taken on a server that runs k3s with embedded etcd", path)
+		}
+		var stdout, stderr bytes.Buffer
+		cmd := exec.CommandContext(ctx, path, args...)
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil {
+			return "", fmt.Errorf("%s", FatalMessage(stderr.String(), err))
+		}
+		return stdout.String(), nil
+	}
+}
+
+var logMsg = regexp.MustCompile(`level=(fatal|error) msg=("(?:[^"\\]|\\.)*")`)
+
+// FatalMessage is what k3s said when it failed: the msg of its last fatal
+// or error log line (k3s's main logs a failed command as "Error: <err>"),
+// else its last line of output, else how it exited.
+func FatalMessage(stderr string, exit error) string {
+	if m := logMsg.FindAllStringSubmatch(stderr, -1); len(m) > 0 {
+		if msg, err := strconv.Unquote(m[len(m)-1][2]); err == nil {
+			return strings.TrimPrefix(msg, "Error: ")
+		}
+	}
+	lines := strings.Split(strings.TrimSpace(stderr), "\n")
+	if last := strings.TrimSpace(lines[len(lines)-1]); last != "" {
+		return last
+	}
+	return exit.Error()
+}

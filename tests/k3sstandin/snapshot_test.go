@@ -1,0 +1,67 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestParseSnapshotArgs(t *testing.T) {
+	config := []entry{{key: "etcd-s3-bucket", values: []string{"backups"}}, {key: "node-name", values: []string{"node1"}},
+		{key: "cluster-init", values: []string{"true"}}, {key: "etcd-s3", values: []string{"true"}}}
+	for _, tc := range []struct {
+		name string
+		sub  string
+		cli  []string
+		want settings
+		rest []string
+		err  string
+	}{
+		{name: "the config's keys the command knows, under their names", sub: "save", cli: []string{"--name", "pre"},
+			want: settings{"s3-bucket": {"backups"}, "node-name": {"node1"}, "s3": {"true"}, "name": {"pre"}}},
+		{name: "flags stop at the first argument", sub: "delete", cli: []string{"--s3=false", "a", "--name", "b"},
+			want: settings{"s3-bucket": {"backups"}, "node-name": {"node1"}, "s3": {"false"}}, rest: []string{"a", "--name", "b"}},
+		{name: "output is ls's only", sub: "save", cli: []string{"-o", "json"}, err: "flag provided but not defined: -o"},
+		{name: "a server flag is not the command's", sub: "save", cli: []string{"--cluster-init"}, err: "flag provided but not defined: -cluster-init"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, rest, err := parseSnapshotArgs(tc.sub, config, tc.cli)
+			if tc.err != "" {
+				assert.EqualError(t, err, tc.err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, s)
+			assert.Equal(t, tc.rest, rest)
+		})
+	}
+}
+
+func TestSnapshotFiles(t *testing.T) {
+	dir := t.TempDir()
+	s := settings{"name": {"pre"}, "node-name": {"node1"}}
+	require.NoError(t, saveSnapshot(s, filepath.Join(dir, "default"), false), "the default directory is made")
+	assert.Error(t, saveSnapshot(s, filepath.Join(dir, "custom"), true), "another must exist")
+	for _, name := range []string{"pre-node1-100", "pre-node1-200", "other-node1-50"} {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "default", name), nil, 0o600))
+	}
+	kept, err := keptSnapshots(filepath.Join(dir, "default"))
+	require.NoError(t, err)
+	require.Len(t, kept, 4)
+	assert.Equal(t, "other-node1-50", kept[0].name, "oldest first, by the time in the name")
+	info, err := os.Stat(filepath.Join(dir, "default"))
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o700), info.Mode().Perm())
+	// Retention counts only the snapshots of the name: the newest "pre" one stays, and "other".
+	require.NoError(t, pruneSnapshots(settings{"name": {"pre"}, "snapshot-retention": {"1"}}, filepath.Join(dir, "default")))
+	kept, err = keptSnapshots(filepath.Join(dir, "default"))
+	require.NoError(t, err)
+	require.Len(t, kept, 2)
+	assert.Equal(t, "other-node1-50", kept[0].name)
+	assert.Regexp(t, `^pre-node1-\d{10}$`, kept[1].name, "the one saved now")
+	assert.EqualError(t, deleteSnapshots(dir, []string{"../etc/passwd"}), "invalid snapshot name: path traversal not allowed")
+	assert.EqualError(t, deleteSnapshots(dir, nil), "no snapshots given for removal")
+}
