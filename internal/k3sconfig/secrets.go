@@ -1,6 +1,7 @@
 package k3sconfig
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -8,26 +9,50 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// FileSecrets lists the credential values in the k3s config at path and its
-// drop-ins (path.d/*.yaml, *.yml), for a module that runs k3s to mask them
-// in all it returns. A file that is missing or does not parse gives none.
-func FileSecrets(path string) []string {
+// readFiles reads the k3s config at path and its drop-ins (path.d/*.yaml,
+// *.yml, in k3s's order), each as a YAML document; a file that is missing
+// or does not parse is left out.
+func readFiles(path string) []any {
 	files := []string{path}
+	var dropins []string
 	for _, pattern := range []string{"*.yaml", "*.yml"} {
 		more, _ := filepath.Glob(filepath.Join(path+".d", pattern))
-		files = append(files, more...)
+		dropins = append(dropins, more...)
 	}
-	var out []string
-	for _, f := range files {
+	slices.Sort(dropins)
+	var docs []any
+	for _, f := range append(files, dropins...) {
 		raw, err := os.ReadFile(f)
 		if err != nil {
 			continue
 		}
 		var doc any
-		if yaml.Unmarshal(raw, &doc) == nil {
-			out = append(out, secretConfigValues(doc)...)
+		if yaml.Unmarshal(raw, &doc) == nil && doc != nil {
+			docs = append(docs, doc)
 		}
+	}
+	return docs
+}
+
+// FileSecrets lists the credential values in the k3s config at path and its
+// drop-ins, for a module that runs k3s to mask them in all it returns.
+func FileSecrets(path string) []string {
+	var out []string
+	for _, doc := range readFiles(path) {
+		out = append(out, secretConfigValues(doc)...)
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
+}
+
+// FileValue is a top-level key's value in the k3s config at path and its
+// drop-ins, the last file's winning as in k3s; empty when none sets it.
+func FileValue(path, key string) string {
+	value := ""
+	for _, doc := range readFiles(path) {
+		if m, ok := doc.(map[string]any); ok && m[key] != nil {
+			value = fmt.Sprint(m[key])
+		}
+	}
+	return value
 }

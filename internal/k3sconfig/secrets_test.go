@@ -19,3 +19,15 @@ func TestFileSecrets(t *testing.T) {
 	assert.Equal(t, []string{"AKIA", "K10abc", "s3secret", "slipped"}, FileSecrets(path))
 	assert.Empty(t, FileSecrets(filepath.Join(dir, "missing.yaml")))
 }
+
+func TestFileValue(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "config.yaml")
+	require.NoError(t, os.WriteFile(path, []byte("server: https://10.0.0.2:6443\nnode-name: node1\n"), 0o600))
+	assert.Equal(t, "https://10.0.0.2:6443", FileValue(path, "server"))
+	assert.Equal(t, "", FileValue(path, "cluster-init"))
+	require.NoError(t, os.MkdirAll(path+".d", 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(path+".d", "90-join.yaml"), []byte("server: https://10.0.0.3:6443\n"), 0o600))
+	assert.Equal(t, "https://10.0.0.3:6443", FileValue(path, "server"), "a drop-in's value wins")
+	assert.Equal(t, "", FileValue(filepath.Join(dir, "missing.yaml"), "server"))
+}

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible"
 )
@@ -49,6 +50,8 @@ func ConnectionOptions() []ansible.Option {
 			Description: []string{"Path to the kubeconfig. Defaults to C($KUBECONFIG), then C(~/.kube/config)."}},
 		{Name: "context",
 			Description: []string{"The kubeconfig context to use. Defaults to the current context."}},
+		{Name: "host",
+			Description: []string{"The API server's URL, instead of the kubeconfig's (as role k8s_cluster reaches another server while the endpoint's is down)."}},
 		{Name: "validate_certs", Type: ansible.TypeBool, Aliases: []string{"verify_ssl"},
 			Description: []string{"Whether to verify the API server's certificate. Defaults to what the kubeconfig says."}},
 		{Name: "ca_cert", Type: ansible.TypePath, Format: ansible.FormatFile, Aliases: []string{"ssl_ca_cert"},
@@ -71,6 +74,7 @@ func WaitOptions(waitDefault bool, waitFor string) []ansible.Option {
 type Connection struct {
 	Kubeconfig    string `json:"kubeconfig"`
 	Context       string `json:"context"`
+	Host          string `json:"host"`
 	ValidateCerts *bool  `json:"validate_certs"`
 	CACert        string `json:"ca_cert"`
 }
@@ -84,7 +88,7 @@ func (c Connection) RESTConfig() (*rest.Config, error) {
 		}
 		rules.ExplicitPath = c.Kubeconfig
 	}
-	overrides := &clientcmd.ConfigOverrides{CurrentContext: c.Context}
+	overrides := &clientcmd.ConfigOverrides{CurrentContext: c.Context, ClusterInfo: clientcmdapi.Cluster{Server: c.Host}}
 	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides).ClientConfig()
 	if err != nil {
 		return nil, fmt.Errorf("load kubeconfig: %w", err)

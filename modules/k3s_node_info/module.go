@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible"
+	"github.com/gitops-k3s-flux/k3s_flux/internal/k3sconfig"
 	"github.com/gitops-k3s-flux/k3s_flux/internal/k3snode"
 	"github.com/gitops-k3s-flux/k3s_flux/internal/preflight"
 )
@@ -73,6 +74,7 @@ var module = &ansible.Module{
 		{Name: "version", Description: []string{"The installed k3s version; empty when there is none."}, Returned: "always", Type: "str", Sample: "v1.36.2+k3s1"},
 		{Name: "hostname", Description: []string{"The host name in lower case: the name k3s registers the node under when its config sets no C(node-name)."}, Returned: "always", Type: "str", Sample: "node1"},
 		{Name: "node_id", Description: []string{"The suffix k3s adds to the node name, after C(-), when its config sets C(with-node-id): the content of C(/etc/rancher/node/id), which k3s makes at its first start with that flag. Empty when there is none."}, Returned: "always", Type: "str", Sample: "5a1b2c3d"},
+		{Name: "server", Description: []string{"The C(server) k3s's config (C(/etc/rancher/k3s/config.yaml) and its C(config.yaml.d) drop-ins) points the node at: the server it joined. Empty on a first server (C(cluster-init)) and where k3s has no config."}, Returned: "always", Type: "str", Sample: "https://192.168.1.11:6443"},
 		{Name: "units", Description: []string{"The state of each k3s unit: C(loaded), C(enabled), C(active) (k3s runs and reported ready; a unit still starting or waiting to be restarted is not), systemd's C(active_state) and C(sub_state) (C(activating)/C(auto-restart) is a k3s that keeps exiting), and C(restarts) (systemd's NRestarts)."}, Returned: "always", Type: "dict",
 			Sample: map[string]any{"k3s": map[string]any{"loaded": true, "enabled": true, "active": true, "active_state": "active", "sub_state": "running", "restarts": 0},
 				"k3s-agent": map[string]any{"loaded": false, "enabled": false, "active": false, "active_state": "inactive", "sub_state": "dead", "restarts": 0}}},
@@ -134,6 +136,8 @@ func run(ctx context.Context, req *ansible.Request, sys k3snode.System, where k3
 	}
 	res.Set("hostname", strings.ToLower(host))
 	res.Set("node_id", k3snode.NodeID(where))
+	// Whom the node joined (a rebuilt first controller keeps it: role k8s_cluster).
+	res.Set("server", k3sconfig.FileValue(configPath, "server"))
 	// Both files are read before either is returned: a failed read returns
 	// no secret, so its message can be shown (the action plugin hides a
 	// result that holds one).
@@ -161,6 +165,9 @@ func run(ctx context.Context, req *ansible.Request, sys k3snode.System, where k3
 	}
 	return res, nil
 }
+
+// configPath is k3s's config file, read with its drop-ins.
+var configPath = k3sconfig.DefaultPath
 
 // thisHost is the node as the preflight checks read it (tests lay one out
 // in a directory).

@@ -13,6 +13,7 @@ import (
 
 	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible"
 	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible/ansibletest"
+	"github.com/gitops-k3s-flux/k3s_flux/internal/k3sconfig"
 	"github.com/gitops-k3s-flux/k3s_flux/internal/k3snode"
 	"github.com/gitops-k3s-flux/k3s_flux/internal/preflight"
 )
@@ -72,6 +73,14 @@ func TestInfo(t *testing.T) {
 	}
 
 	assert.Equal(t, "", res["node_id"], "no with-node-id id yet")
+	assert.Equal(t, "", res["server"], "no config: joined no server")
+
+	configPath = filepath.Join(dir, "config.yaml")
+	t.Cleanup(func() { configPath = k3sconfig.DefaultPath })
+	require.NoError(t, os.WriteFile(configPath, []byte("server: https://10.0.0.12:6443\ntoken: secret\n"), 0o600))
+	res, code = runInfo(map[string]any{})
+	require.Equal(t, 0, code, res["msg"])
+	assert.Equal(t, "https://10.0.0.12:6443", res["server"], "the server its config joins")
 
 	require.NoError(t, os.WriteFile(where.NodeID, []byte("5a1b2c3d\n"), 0o644))
 	res, code = runInfo(map[string]any{})

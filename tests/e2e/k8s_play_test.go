@@ -672,6 +672,8 @@ func TestHAPlay(t *testing.T) {
 	testUpgrades(t, b, vars, play)
 	// Snapshots on demand, after the upgrades' (snapshot_test.go).
 	testSnapshots(t, b, vars, run)
+	// The first controller rebuilt: it joins the running cluster (rebuild_test.go).
+	testRebuildFirst(t, b, vars, "v1.36.4+k3s1", run)
 
 	reset := func(args ...string) playResult {
 		t.Helper()

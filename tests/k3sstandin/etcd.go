@@ -2,11 +2,14 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -27,19 +30,120 @@ func etcdMember(s settings) bool {
 	return s.bool("cluster-init") || s.str("server", "") != ""
 }
 
-// joinEtcd adds this server to the member list.
-func joinEtcd(client *apiClientT, name, addr string) error {
+// etcdPeerPort is where an etcd member listens for its peers; the
+// stand-in listens there too, so that a member can be told running.
+const etcdPeerPort = "2380"
+
+// memberName is this server's etcd member name, <node>-<8 hex>, made at its
+// first start and kept in the data dir (pkg/etcd/etcd.go, setName). fresh:
+// the data dir holds no etcd yet (no WAL: IsInitialized), so the server
+// starts a cluster or joins one, as a failed join's retry does too.
+func memberName(dataDir, node string) (name string, fresh bool, err error) {
+	_, statErr := os.Stat(etcdWALDir(dataDir))
+	fresh = errors.Is(statErr, os.ErrNotExist)
+	path := filepath.Join(dataDir, "server", "db", "etcd", "name")
+	if raw, err := os.ReadFile(path); err == nil && len(raw) > 0 {
+		return string(raw), fresh, nil
+	}
+	b := make([]byte, 4)
+	if _, err := randReader.Read(b); err != nil {
+		return "", false, err
+	}
+	name = fmt.Sprintf("%s-%x", node, b)
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return "", false, err
+	}
+	return name, fresh, os.WriteFile(path, []byte(name), 0o600)
+}
+
+// member is one entry of the modelled member list: "<member name> <peer URL>".
+func member(value string) (name, peer string) {
+	name, peer, _ = strings.Cut(value, " ")
+	return name, peer
+}
+
+// joinEtcd adds this server (node, its member name, its address) to the
+// member list as k3s does at start (pkg/etcd/etcd.go): a server that
+// starts a new cluster (cluster-init on a data dir without etcd) while
+// members of the cluster run would start a second cluster, which the test
+// bed's one API server cannot hold: refused (real k3s starts it, and the
+// cluster is split in two); a server joining with a member name other than
+// the one the list has for its node name fails as k3s's join does.
+func joinEtcd(client *apiClientT, s settings, node, name, addr string, fresh bool) error {
 	// Created by the first server; for the others (or two starting at once)
 	// it exists already, which is as good.
 	cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "k3s-etcd-members", "namespace": "kube-system"}}
 	if status, body, err := client.do("POST", "/api/v1/namespaces/kube-system/configmaps", cm, "application/json"); err != nil && status != http.StatusConflict {
 		return fmt.Errorf("create etcd member list: %w: %s", err, body)
 	}
-	patch := map[string]any{"data": map[string]any{name: "https://" + addr + ":2380"}}
-	if _, body, err := client.do("PATCH", etcdMembersPath, patch, "application/merge-patch+json"); err != nil {
-		return fmt.Errorf("add etcd member %s: %w: %s", name, err, body)
+	_, body, err := client.do("GET", etcdMembersPath, nil, "")
+	if err != nil {
+		return fmt.Errorf("read etcd member list: %w: %s", err, body)
+	}
+	var list struct {
+		Data map[string]string `json:"data"`
+	}
+	if err := json.Unmarshal([]byte(body), &list); err != nil {
+		return fmt.Errorf("read etcd member list: %w", err)
+	}
+	data := map[string]any{node: name + " https://" + addr + ":" + etcdPeerPort}
+	switch {
+	case fresh && s.str("server", "") == "":
+		var running []string
+		for other, v := range list.Data {
+			if _, peer := member(v); other != node && peerAnswers(peer) {
+				running = append(running, other)
+			}
+		}
+		if len(running) > 0 {
+			slices.Sort(running)
+			return fmt.Errorf("k3s stand-in: cluster-init on a data dir without etcd would start a new etcd cluster while the members %s of the cluster run: real k3s starts it, splitting the cluster in two; join one of them with server instead", strings.Join(running, ", "))
+		}
+		// A new cluster: the old one's members are gone with it.
+		for other := range list.Data {
+			if other != node {
+				data[other] = nil
+			}
+		}
+	case fresh:
+		if old, ok := list.Data[node]; ok {
+			if oldName, _ := member(old); oldName != name {
+				return errors.New("etcd cluster join failed: duplicate node name found, please use a unique name for this node")
+			}
+		}
+	}
+	if _, body, err := client.do("PATCH", etcdMembersPath, map[string]any{"data": data}, "application/merge-patch+json"); err != nil {
+		return fmt.Errorf("add etcd member %s: %w: %s", node, err, body)
 	}
 	return nil
+}
+
+// peerAnswers tells whether a member listens at its peer URL.
+func peerAnswers(peer string) bool {
+	conn, err := net.DialTimeout("tcp", strings.TrimPrefix(peer, "https://"), time.Second)
+	if err != nil {
+		return false
+	}
+	_ = conn.Close()
+	return true
+}
+
+// listenPeer accepts on the peer port while the server runs.
+func listenPeer(addr string) (net.Listener, error) {
+	l, err := net.Listen("tcp", net.JoinHostPort(addr, etcdPeerPort))
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			_ = c.Close()
+		}
+	}()
+	return l, nil
 }
 
 // removeDeletedMembers runs while the server does: every deleted Node that

@@ -69,6 +69,30 @@ func runServer(s settings, bed bedInfo) error {
 	if err := os.WriteFile(filepath.Join(tlsDir, "server-ca.crt"), ca.CertPEM, 0o644); err != nil {
 		return err
 	}
+	// etcd first, as k3s starts it before the API server: a failed join
+	// leaves the server down.
+	if etcdMember(s) {
+		client, err := apiClient(bed)
+		if err != nil {
+			return err
+		}
+		member, fresh, err := memberName(dataDir, name)
+		if err != nil {
+			return err
+		}
+		if err := joinEtcd(client, s, name, member, addr, fresh); err != nil {
+			return err
+		}
+		if err := initEtcdDataDir(dataDir); err != nil {
+			return err
+		}
+		peer, err := listenPeer(addr)
+		if err != nil {
+			return fmt.Errorf("etcd peer listener: %w", err)
+		}
+		defer peer.Close()
+		go removeDeletedMembers(client)
+	}
 	port := s.str("https-listen-port", "6443")
 	sup, err := supervisorTLS(ca, token, bed)
 	if err != nil {
@@ -86,19 +110,6 @@ func runServer(s settings, bed bedInfo) error {
 	}
 	if err := registerNode(s, bed, "server", name, addr); err != nil {
 		return err
-	}
-	if etcdMember(s) {
-		if err := initEtcdDataDir(dataDir); err != nil {
-			return err
-		}
-		client, err := apiClient(bed)
-		if err != nil {
-			return err
-		}
-		if err := joinEtcd(client, name, addr); err != nil {
-			return err
-		}
-		go removeDeletedMembers(client)
 	}
 	fmt.Fprintf(os.Stderr, "k3s stand-in server %s running; API server at %s\n", name, strings.Join(listenURLs(listeners), " and "))
 	waitForSignal()
