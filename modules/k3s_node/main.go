@@ -1,7 +1,8 @@
 // Command k3s_node is the Ansible modules that change a node: k3s_node
 // installs k3s and keeps its service enabled, active and answering;
 // k3s_prepare makes the host ready for it; k3s_firewall opens its ports;
-// k3s_reboot reboots it; k3s_etcd_snapshot takes an etcd snapshot. One
+// k3s_reboot reboots it; k3s_etcd_snapshot takes an etcd snapshot;
+// k3s_manifest keeps a manifest k3s deploys. One
 // binary, so that a node receives one.
 package main
 
@@ -16,6 +17,7 @@ import (
 	"github.com/gitops-k3s-flux/k3s_flux/internal/prepare"
 	k3setcdsnapshot "github.com/gitops-k3s-flux/k3s_flux/modules/k3s_etcd_snapshot"
 	k3sfirewall "github.com/gitops-k3s-flux/k3s_flux/modules/k3s_firewall"
+	k3smanifest "github.com/gitops-k3s-flux/k3s_flux/modules/k3s_manifest"
 	k3sreboot "github.com/gitops-k3s-flux/k3s_flux/modules/k3s_reboot"
 )
 
@@ -33,5 +35,6 @@ func main() {
 		"k3s_etcd_snapshot": {Module: k3setcdsnapshot.Module, Run: func(ctx context.Context, req *ansible.Request) (*ansible.Result, error) {
 			return k3setcdsnapshot.Run(ctx, req, k3setcdsnapshot.ThisHost)
 		}},
+		"k3s_manifest": {Module: k3smanifest.Module, Run: k3smanifest.Run},
 	})
 }

@@ -109,7 +109,14 @@ CONTROLLER = "controller"
 CONTROLLER_ENV = "GOGC=off GOMEMLIMIT=128MiB"
 # Node modules served by another module's binary: k3s_registries' own task runs k3s_config's (a
 # k3s_node task runs both in k3s_node's process).
-SERVED_BY = {"k3s_registries": "k3s_config", "k3s_prepare": "k3s_node", "k3s_reboot": "k3s_node", "k3s_firewall": "k3s_node", "k3s_etcd_snapshot": "k3s_node"}
+SERVED_BY = {
+    "k3s_registries": "k3s_config",
+    "k3s_prepare": "k3s_node",
+    "k3s_reboot": "k3s_node",
+    "k3s_firewall": "k3s_node",
+    "k3s_etcd_snapshot": "k3s_node",
+    "k3s_manifest": "k3s_node",
+}
 
 
 def binary_path(root, name, platform, multicall=None):

@@ -300,13 +300,14 @@ func bindAddressOrLoopback(s settings) string {
 }
 
 // listenHosts are where the supervisor port listens: the bind-address alone
-// when one is set (k3s then does not listen on the loopback), else the
-// loopback and the node's address.
-func listenHosts(s settings, addr string) []string {
+// when one is set (k3s then does not listen on the loopback), else every
+// address of the host (bind-address's default, 0.0.0.0): the loopback, the
+// node's address and any other the host has, such as kube-vip's address.
+func listenHosts(s settings, _ string) []string {
 	if b := bindAddressOrLoopback(s); b != "127.0.0.1" {
 		return []string{b}
 	}
-	return []string{"127.0.0.1", addr}
+	return []string{""}
 }
 
 // writeKubeconfig writes /etc/rancher/k3s/k3s.yaml (or write-kubeconfig)

@@ -581,6 +581,13 @@ func (h *Host) SetLink(up bool) error {
 	return nil
 }
 
+// AddAddress puts another address on the host's link, as kube-vip's leader
+// does with the API's virtual IP (ARP mode: the kernel then answers ARP
+// for it on the link).
+func (h *Host) AddAddress(cidr string) error {
+	return run("ip", "-n", h.NetNS, "addr", "add", cidr, "dev", "eth0")
+}
+
 // Down stops this bed's hosts and removes its namespaces, bridge and
 // directory.
 func (b *Bed) Down() error {
