@@ -9,7 +9,7 @@ MODULES := $(notdir $(wildcard modules/*))
 NODE_MODULES := k3s_config k3s_node k3s_node_info
 # Node modules served by another's binary (named in the args Ansible sends): <module>=<binary>.
 # plugins/modules/<module> links to the binary, for Ansible to find the module.
-NODE_SERVED := k3s_registries=k3s_config k3s_prepare=k3s_node k3s_reboot=k3s_node k3s_firewall=k3s_node k3s_etcd_snapshot=k3s_node k3s_manifest=k3s_node
+NODE_SERVED := k3s_registries=k3s_config k3s_prepare=k3s_node k3s_reboot=k3s_node k3s_firewall=k3s_node k3s_etcd_snapshot=k3s_node k3s_manifest=k3s_node k3s_etcd_restore=k3s_node
 NODE_PLATFORMS := linux_arm64 linux_arm
 BINARIES := $(addprefix plugins/modules/,$(NODE_MODULES))
 NODE_BINARIES := $(foreach p,$(NODE_PLATFORMS),$(addprefix plugins/bin/$(p)/,$(NODE_MODULES)))

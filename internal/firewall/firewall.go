@@ -121,21 +121,22 @@ func Missing(s State, needed []Rule) []Rule {
 func allowed(s State, r Rule) bool {
 	switch s.Firewall {
 	case UFW:
-		if slices.Contains(s.Allowed, "allow "+r.String()) {
-			return true
-		}
-		return r.From == "" && slices.Contains(s.Allowed, "allow "+r.Ports)
+		return slices.Contains(s.Allowed, Listed(UFW, r)) || (r.From == "" && slices.Contains(s.Allowed, "allow "+r.Ports))
 	case Firewalld:
-		if r.From != "" {
-			return slices.Contains(s.Allowed, r.String())
-		}
-		return slices.Contains(s.Allowed, firewalldPort(r))
+		return slices.Contains(s.Allowed, Listed(Firewalld, r))
 	}
 	return true
 }
 
-// firewalldPort is a port rule as firewalld writes it (a range with "-").
-func firewalldPort(r Rule) string {
+// Listed is a rule in the form State.Allowed lists it for firewall: ufw's
+// "allow <rule>", firewalld's port (a range with "-") or "from <network>".
+func Listed(firewall string, r Rule) string {
+	switch {
+	case firewall == UFW:
+		return "allow " + r.String()
+	case r.From != "":
+		return r.String()
+	}
 	return strings.ReplaceAll(r.Ports, ":", "-") + "/" + r.Proto
 }
 
@@ -154,7 +155,7 @@ func Commands(firewall string, rules []Rule) [][]string {
 				out = append(out, []string{"firewall-cmd", "--permanent", "--zone=trusted", "--add-source=" + r.From})
 				continue
 			}
-			out = append(out, []string{"firewall-cmd", "--permanent", "--add-port=" + firewalldPort(r)})
+			out = append(out, []string{"firewall-cmd", "--permanent", "--add-port=" + Listed(Firewalld, r)})
 		}
 		if len(rules) > 0 {
 			// The permanent configuration becomes the running one.

@@ -204,3 +204,18 @@ func TestRead(t *testing.T) {
 		})
 	}
 }
+
+func TestListed(t *testing.T) {
+	for _, tc := range []struct {
+		firewall string
+		rule     Rule
+		want     string
+	}{
+		{UFW, Rule{Ports: "6443", Proto: "tcp"}, "allow 6443/tcp"},
+		{UFW, Rule{From: "10.42.0.0/16"}, "allow from 10.42.0.0/16"},
+		{Firewalld, Rule{Ports: "2379:2380", Proto: "tcp"}, "2379-2380/tcp"},
+		{Firewalld, Rule{From: "10.42.0.0/16"}, "from 10.42.0.0/16"},
+	} {
+		assert.Equal(t, tc.want, Listed(tc.firewall, tc.rule), "%s %+v", tc.firewall, tc.rule)
+	}
+}

@@ -54,7 +54,7 @@ func Run(ctx context.Context, req *ansible.Request, h firewall.Host) (*ansible.R
 	res.Set("removed", []string{})
 	var after []string
 	for _, r := range missing {
-		after = append(after, added(state.Firewall, r))
+		after = append(after, firewall.Listed(state.Firewall, r))
 	}
 	res.Diff = rulesDiff(state, append(append([]string{}, state.Allowed...), after...))
 	return res, run(ctx, req, h, state.Firewall, firewall.Commands(state.Firewall, missing))
@@ -109,16 +109,6 @@ func run(ctx context.Context, req *ansible.Request, h firewall.Host, fw string, 
 }
 
 // added is a rule as the diff shows it, in the form state.Allowed lists.
-func added(fw string, r firewall.Rule) string {
-	if fw == firewall.UFW {
-		return "allow " + r.String()
-	}
-	if r.From != "" {
-		return r.String()
-	}
-	return strings.ReplaceAll(r.Ports, ":", "-") + "/" + r.Proto
-}
-
 func strs(rules []firewall.Rule) []string {
 	out := make([]string, 0, len(rules))
 	for _, r := range rules {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible"
+	"github.com/gitops-k3s-flux/k3s_flux/internal/firewall"
 	"github.com/gitops-k3s-flux/k3s_flux/internal/k3sconfig"
 	"github.com/gitops-k3s-flux/k3s_flux/internal/k3snode"
 	"github.com/gitops-k3s-flux/k3s_flux/internal/preflight"
@@ -177,11 +178,14 @@ var thisHost = preflight.ThisHost
 // mode, fails on an error finding, naming each.
 func checkReady(req *ansible.Request, res *ansible.Result, p preflightArgs, dataDir string, k3sRunning bool) error {
 	host := thisHost()
-	if host.Firewall != nil {
+	if read := host.Firewall; read != nil {
 		// Which firewall to open (module k3s_firewall): role k8s_cluster skips that task where none is active.
-		if state, err := host.Firewall(); err == nil {
+		// Read once: the checks get the same answer (firewalld's is three firewall-cmd runs).
+		state, err := read()
+		if err == nil {
 			res.Set("firewall", state.Firewall)
 		}
+		host.Firewall = func() (firewall.State, error) { return state, err }
 	}
 	findings := preflight.Check(host, preflight.Want{Role: p.Role, Etcd: p.Etcd, FlannelBackend: p.FlannelBackend,
 		InstallSource: p.InstallSource, DataDir: dataDir, APIPort: p.APIPort, K3sRunning: k3sRunning,

@@ -13,6 +13,7 @@ import (
 
 	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible"
 	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible/ansibletest"
+	"github.com/gitops-k3s-flux/k3s_flux/internal/firewall"
 	"github.com/gitops-k3s-flux/k3s_flux/internal/k3sconfig"
 	"github.com/gitops-k3s-flux/k3s_flux/internal/k3snode"
 	"github.com/gitops-k3s-flux/k3s_flux/internal/preflight"
@@ -155,4 +156,30 @@ func TestPreflight(t *testing.T) {
 	assert.Equal(t, 1, code)
 	assert.Contains(t, res["msg"], "preflight")
 	assert.Contains(t, res["msg"], "role")
+
+	// The firewall is read once, for the result and the checks both (firewalld's read runs
+	// firewall-cmd three times).
+	reads := 0
+	thisHost = func() preflight.Host {
+		return preflight.Host{Root: root, Release: "6.6.31",
+			LookPath: func(name string) (string, error) { return "/usr/bin/" + name, nil },
+			FreeDisk: func(string) (uint64, error) { return 20 << 30, nil },
+			Firewall: func() (firewall.State, error) {
+				reads++
+				return firewall.State{Firewall: firewall.UFW, Allowed: []string{"allow 22/tcp"}}, nil
+			}}
+	}
+	res, code = runInfo(map[string]any{"preflight": map[string]any{"role": "agent", "mode": "warn"}})
+	require.Equal(t, 0, code, res["msg"])
+	assert.Equal(t, "ufw", res["firewall"])
+	assert.Equal(t, 1, reads)
+	assert.Contains(t, strings.Join(toStrings(res["warnings"]), "\n"), "firewall: ufw is active and does not let in 10250/tcp")
+}
+
+func toStrings(v any) []string {
+	var out []string
+	for _, x := range v.([]any) {
+		out = append(out, x.(string))
+	}
+	return out
 }

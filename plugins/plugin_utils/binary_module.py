@@ -116,6 +116,7 @@ SERVED_BY = {
     "k3s_firewall": "k3s_node",
     "k3s_etcd_snapshot": "k3s_node",
     "k3s_manifest": "k3s_node",
+    "k3s_etcd_restore": "k3s_node",
 }
 
 

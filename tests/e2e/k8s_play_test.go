@@ -674,6 +674,8 @@ func TestHAPlay(t *testing.T) {
 	testSnapshots(t, b, vars, run)
 	// The first controller rebuilt: it joins the running cluster (rebuild_test.go).
 	testRebuildFirst(t, b, vars, "v1.36.4+k3s1", run)
+	// A snapshot restored (restore_test.go).
+	testRestore(t, b, vars, "v1.36.4+k3s1", run)
 
 	reset := func(args ...string) playResult {
 		t.Helper()

@@ -209,13 +209,13 @@ func testUpgrades(t *testing.T, b *bed.Bed, vars map[string]any, play func(map[s
 
 	t.Run("upgrade stops", func(t *testing.T) {
 		workload(t, kc, "pinned", 1, "node3")
-		r := play(with("k8s_cluster_k3s_version", v3, "k8s_cluster_drain_options", map[string]any{"ignore_daemonsets": true, "wait_timeout": 15, "wait_sleep": 1}))
+		r := play(with("k8s_cluster_k3s_version", v3, "k8s_cluster_drain_options", map[string]any{"ignore_daemonsets": true, "wait_timeout": 10, "wait_sleep": 1}))
 		require.Error(t, r.err)
 		if !strings.Contains(r.output, "failed at 'Drain the node before its upgrade': drain node node3") {
 			logDisruption(t, kc)
 		}
 		r.output = strings.Join(strings.Fields(r.output), " ")
-		assert.Contains(t, r.output, "The upgrade of node3 (Node node3) from "+v2+" to "+v3+" failed at 'Drain the node before its upgrade': drain node node3: not done after 15s: 1 pod(s) still held back by a PodDisruptionBudget (default/pinned-", r.output)
+		assert.Contains(t, r.output, "The upgrade of node3 (Node node3) from "+v2+" to "+v3+" failed at 'Drain the node before its upgrade': drain node node3: not done after 10s: 1 pod(s) still held back by a PodDisruptionBudget (default/pinned-", r.output)
 		assert.Contains(t, r.output, "The rollout stopped there: no other node of this step and every agent stay on their version, and the Node node3 is left cordoned.")
 		assert.Regexp(t, `The etcd snapshot taken before the rollout: pre-upgrade-v1\.36\.4-k3s1-node1-\d{10} on node1\.`, r.output)
 		assert.Equal(t, map[string]string{"node1": v3, "node2": v3, "node3": v2 + " cordoned", "node4": v2}, nodeVersions(t, kc))

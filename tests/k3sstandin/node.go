@@ -48,6 +48,15 @@ func nodeName(s settings) (string, error) {
 	return strings.ToLower(name), nil
 }
 
+// nodeIdentity is the name the node registers under and its address.
+func nodeIdentity(s settings) (name, addr string, err error) {
+	if name, err = nodeName(s); err != nil {
+		return "", "", err
+	}
+	addr, err = nodeAddress(s)
+	return name, addr, err
+}
+
 // nodeAddress is the first node-ip, else the host's first IPv4 address.
 func nodeAddress(s settings) (string, error) {
 	if ips := s["node-ip"]; len(ips) > 0 {

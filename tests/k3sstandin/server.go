@@ -33,8 +33,14 @@ import (
 const supervisorSNI = "k3s-supervisor"
 
 func runServer(s settings, bed bedInfo) error {
-	// A server joining an HA cluster checks the first server as an agent does.
-	if s.str("server", "") != "" {
+	if s.bool("cluster-reset") {
+		return clusterReset(s, bed)
+	}
+	// A server joining an HA cluster checks the first server as an agent does;
+	// one whose etcd is initialised already skips it, the server unreachable
+	// or not (pkg/cluster/bootstrap.go, shouldBootstrapLoad: a cold restart of
+	// the whole cluster must not depend on it).
+	if _, err := os.Stat(etcdWALDir(s.str("data-dir", defaultDataDir))); s.str("server", "") != "" && err != nil {
 		if err := joinCluster(s); err != nil {
 			return err
 		}
@@ -48,11 +54,7 @@ func runServer(s settings, bed bedInfo) error {
 	if err != nil {
 		return err
 	}
-	addr, err := nodeAddress(s)
-	if err != nil {
-		return err
-	}
-	name, err := nodeName(s)
+	name, addr, err := nodeIdentity(s)
 	if err != nil {
 		return err
 	}

@@ -183,7 +183,11 @@ func saveSnapshot(s settings, dir string, custom bool) error {
 	}
 	now := time.Now().Round(time.Second)
 	name := fmt.Sprintf("%s-%s-%d", s.str("name", "on-demand"), node, now.Unix())
-	content, _ := json.Marshal(map[string]any{"standin_etcd_snapshot": name, "node": node, "time": now.Format(time.RFC3339)})
+	configMaps, err := liveConfigMaps()
+	if err != nil {
+		return err
+	}
+	content, _ := json.Marshal(snapshotDoc{Snapshot: name, Node: node, Time: now.Format(time.RFC3339), ConfigMaps: configMaps})
 	path := filepath.Join(dir, name)
 	// etcd's snapshot.Save writes the file 0600.
 	if err := os.WriteFile(path, content, 0o600); err != nil {

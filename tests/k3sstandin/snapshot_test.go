@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
@@ -41,6 +42,11 @@ func TestParseSnapshotArgs(t *testing.T) {
 }
 
 func TestSnapshotFiles(t *testing.T) {
+	saved := liveConfigMaps
+	t.Cleanup(func() { liveConfigMaps = saved })
+	liveConfigMaps = func() ([]configMapRecord, error) {
+		return []configMapRecord{{Namespace: "default", Name: "kept", Data: map[string]string{"a": "1"}}}, nil
+	}
 	dir := t.TempDir()
 	s := settings{"name": {"pre"}, "node-name": {"node1"}}
 	require.NoError(t, saveSnapshot(s, filepath.Join(dir, "default"), false), "the default directory is made")
@@ -64,4 +70,25 @@ func TestSnapshotFiles(t *testing.T) {
 	assert.Regexp(t, `^pre-node1-\d{10}$`, kept[1].name, "the one saved now")
 	assert.EqualError(t, deleteSnapshots(dir, []string{"../etc/passwd"}), "invalid snapshot name: path traversal not allowed")
 	assert.EqualError(t, deleteSnapshots(dir, nil), "no snapshots given for removal")
+}
+
+func TestSnapshotContent(t *testing.T) {
+	saved := liveConfigMaps
+	t.Cleanup(func() { liveConfigMaps = saved })
+	liveConfigMaps = func() ([]configMapRecord, error) {
+		return []configMapRecord{{Namespace: "default", Name: "kept", Data: map[string]string{"a": "1"}}}, nil
+	}
+	dir := t.TempDir()
+	require.NoError(t, saveSnapshot(settings{"name": {"z"}, "node-name": {"node1"}, "snapshot-compress": {"true"}}, dir, false))
+	kept, err := keptSnapshots(dir)
+	require.NoError(t, err)
+	require.Len(t, kept, 1)
+	assert.Regexp(t, `^z-node1-\d{10}\.zip$`, kept[0].name, "compressed, as k3s names it")
+	raw, err := readSnapshotFile(filepath.Join(dir, kept[0].name))
+	require.NoError(t, err)
+	var doc snapshotDoc
+	require.NoError(t, json.Unmarshal(raw, &doc))
+	assert.Equal(t, []configMapRecord{{Namespace: "default", Name: "kept", Data: map[string]string{"a": "1"}}}, doc.ConfigMaps)
+	_, err = readSnapshotFile(filepath.Join(dir, "missing"))
+	assert.ErrorIs(t, err, os.ErrNotExist)
 }

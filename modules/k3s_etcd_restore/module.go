@@ -1,0 +1,50 @@
+// Package k3setcdrestore is the k3s_etcd_restore module, served by the
+// k3s_node binary: the node's part of restoring an etcd snapshot the way
+// k3s documents it (playbooks/restore.yml runs the steps across servers).
+package k3setcdrestore
+
+import (
+	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible"
+	"github.com/gitops-k3s-flux/k3s_flux/internal/k3snode"
+)
+
+// Module is k3s_etcd_restore.
+var Module = &ansible.Module{
+	Name:             "k3s_etcd_restore",
+	ShortDescription: "One server's step of restoring a k3s etcd snapshot",
+	Description: []string{
+		"k3s restores an etcd snapshot this way (its Backup and Restore documentation): stop k3s on every server; on one, run C(k3s server --cluster-reset --cluster-reset-restore-path=<snapshot>), which restores the snapshot, makes that server the only etcd member and exits; on each other server, set C(<data_dir>/server/db) aside; then start k3s on the first, and on the others one at a time, which join it again. This module does one node's step; playbook restore runs them in order and then role k8s_cluster, which starts k3s and waits until every Node is Ready.",
+		"C(step=stop) stops the C(k3s) unit. C(step=reset) stops it too, then runs the cluster reset with the snapshot (a file name in the snapshot directory, as C(k3s etcd-snapshot ls) and module k3s_etcd_snapshot list them, or an absolute path on the node), k3s's config files applying; k3s's own message is the module's when it fails. C(step=rejoin) stops k3s and moves C(<data_dir>/server/db) to C(<data_dir>/server/db.pre-restore-<unix time>) (kept, not deleted: remove it once the cluster is back), so that k3s joins again at its next start.",
+		"Nothing is started: the next step (role k8s_cluster's k3s_node) starts k3s and waits for it. Check mode runs nothing and says what would be done. Not idempotent: each run of C(reset) restores again.",
+		"Only a data directory k3s makes (its own name has C(k3s) in it) is touched; any other is refused before anything changes. A Go binary: the node needs no Python.",
+	},
+	Author:    []string{"gitops.k3s_flux maintainers (@gitops-k3s-flux)"},
+	CheckMode: "full",
+	DiffMode:  "none",
+	Platforms: "linux",
+	Examples: `
+- name: Stop k3s on every server
+  gitops.k3s_flux.k3s_etcd_restore:
+    step: stop
+  become: true
+
+- name: Restore the snapshot on the first server
+  gitops.k3s_flux.k3s_etcd_restore:
+    step: reset
+    snapshot: pre-upgrade-v1.36.3-k3s1-node1-1764907200
+  become: true
+`,
+	Spec: ansible.Spec{Options: []ansible.Option{
+		{Name: "step", Required: true, Choices: []any{"stop", "reset", "rejoin"}, Description: []string{"This node's step, as described above."}},
+		{Name: "snapshot", Description: []string{"The snapshot: its file name in C(<data_dir>/server/db/snapshots), or an absolute path on the node. Required with C(step=reset)."}},
+		{Name: "data_dir", Type: ansible.TypePath, Default: k3snode.DefaultPaths.DataDir, Description: []string{"k3s's C(data-dir)."}},
+		{Name: "timeout", Type: ansible.TypeInt, Default: 600, Positive: true, Description: []string{"Seconds the cluster reset may take."}},
+	},
+		RequiredIf: []ansible.RequiredIf{{Key: "step", Value: "reset", Requirements: []string{"snapshot"}}},
+	},
+	Returns: []ansible.Return{
+		{Name: "stopped", Description: []string{"Whether k3s was running and was (in check mode: would be) stopped."}, Returned: "always", Type: "bool", Sample: true},
+		{Name: "path", Description: []string{"The snapshot file restored, with C(step=reset)."}, Returned: "with step=reset", Type: "str", Sample: "/var/lib/rancher/k3s/server/db/snapshots/pre-upgrade-v1.36.3-k3s1-node1-1764907200"},
+		{Name: "moved_to", Description: []string{"Where the etcd data was set aside, with C(step=rejoin); empty when there was none."}, Returned: "with step=rejoin", Type: "str", Sample: "/var/lib/rancher/k3s/server/db.pre-restore-1764910000"},
+	},
+}
