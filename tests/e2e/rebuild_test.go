@@ -6,6 +6,7 @@ import (
 	"context"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -48,9 +49,15 @@ func testRebuildFirst(t *testing.T, b *bed.Bed, vars map[string]any, version str
 		_, err = kc.CoreV1().Nodes().Get(context.Background(), "node1", metav1.GetOptions{})
 		assert.NoError(t, err, "nor deletes the old Node")
 
-		r = run("k8s.yml", v)
+		r = run("k8s.yml", v, "-vvv")
 		require.NoError(t, r.err, r.output)
 		t.Logf("first controller rebuilt and rejoined: %s", r.duration)
+		// The token read from node2 and given to node1 is nowhere in the -vvv output.
+		nodeToken, err := b.Hosts.Host("node2").Exec("cat /var/lib/rancher/k3s/server/node-token")
+		require.NoError(t, err)
+		_, secret, _ := strings.Cut(strings.TrimSpace(nodeToken), "::server:")
+		require.NotEmpty(t, secret)
+		assert.NotContains(t, r.output, secret)
 		cfg, err := node1.Exec("cat /etc/rancher/k3s/config.yaml")
 		require.NoError(t, err)
 		assert.Contains(t, cfg, "server: https://10.213.8.12:6443", "joined node2, the first running controller")
