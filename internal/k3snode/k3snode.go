@@ -363,3 +363,21 @@ func readKubeconfigCredentials(path string) (credentials, error) {
 	}
 	return c, nil
 }
+
+// K3sShaped tells whether dir is one k3s makes, which a module may remove
+// or change (k3s_node state=absent, k3s_etcd_restore): an absolute path
+// whose last element has k3s in its name (/etc/rancher/k3s, /var/lib/rancher/k3s, a data-dir such as
+// /mnt/ssd/k3s), never a home directory. A kubeconfig_path or
+// data_dir set to ~/.kube/config or /home/pi would otherwise remove the
+// user's home, .ssh and all. A symlink is removed, not what it points to.
+func K3sShaped(dir string) bool {
+	if !filepath.IsAbs(dir) {
+		return false
+	}
+	dir = filepath.Clean(dir)
+	base := strings.ToLower(filepath.Base(dir))
+	if dir == "/" || dir == "/root" || filepath.Dir(dir) == "/home" {
+		return false
+	}
+	return strings.Contains(base, "k3s")
+}

@@ -39,7 +39,7 @@ func Run(ctx context.Context, req *ansible.Request, h Host) (*ansible.Result, er
 	if err := req.Decode(&a); err != nil {
 		return nil, err
 	}
-	if !k3sOwned(a.DataDir) {
+	if !k3snode.K3sShaped(a.DataDir) {
 		return nil, fmt.Errorf("data_dir %s is not a directory k3s makes (its own name has k3s in it, as /var/lib/rancher/k3s); nothing was changed", a.DataDir)
 	}
 	path := ""
@@ -128,9 +128,4 @@ func SnapshotPath(dataDir, snapshot string) (string, error) {
 		return "", fmt.Errorf("snapshot %s is not a file; nothing was changed", path)
 	}
 	return path, nil
-}
-
-// k3sOwned: an absolute path whose own name has k3s in it.
-func k3sOwned(dir string) bool {
-	return filepath.IsAbs(dir) && strings.Contains(filepath.Base(filepath.Clean(dir)), "k3s")
 }

@@ -38,7 +38,7 @@ func uninstall(ctx context.Context, req *ansible.Request, sys k3snode.System, wh
 	}
 	dirs := []struct{ option, dir string }{{"kubeconfig_path", filepath.Dir(where.Kubeconfig)}, {"data_dir", where.DataDir}}
 	for _, d := range dirs {
-		if !k3sShaped(d.dir) {
+		if !k3snode.K3sShaped(d.dir) {
 			return nil, fmt.Errorf("%s: state=absent removes %s, which is not a directory k3s makes (/etc/rancher/k3s, /var/lib/rancher/k3s, or another whose own name has k3s in it, not a home directory); nothing was changed", d.option, d.dir)
 		}
 	}
@@ -80,22 +80,4 @@ func uninstall(ctx context.Context, req *ansible.Request, sys k3snode.System, wh
 		}
 	}
 	return res, nil
-}
-
-// k3sShaped tells whether dir is one k3s makes and state=absent may
-// remove: an absolute path whose last element has k3s in its name
-// (/etc/rancher/k3s, /var/lib/rancher/k3s, a data-dir such as
-// /mnt/ssd/k3s), never a home directory. A kubeconfig_path or
-// data_dir set to ~/.kube/config or /home/pi would otherwise remove the
-// user's home, .ssh and all. A symlink is removed, not what it points to.
-func k3sShaped(dir string) bool {
-	if !filepath.IsAbs(dir) {
-		return false
-	}
-	dir = filepath.Clean(dir)
-	base := strings.ToLower(filepath.Base(dir))
-	if dir == "/" || dir == "/root" || filepath.Dir(dir) == "/home" {
-		return false
-	}
-	return strings.Contains(base, "k3s")
 }

@@ -80,7 +80,7 @@ func TestK3sShaped(t *testing.T) {
 		"/": false, "/root": false, "/home/pi": false, "/home/k3s": false, "/root/.kube": false, "/home/pi/.kube": false,
 		"/etc": false, "/var/lib": false, "relative/k3s": false, "/var/lib/rancher/k3s/..": false, "": false,
 	} {
-		assert.Equal(t, want, k3sShaped(dir), dir)
+		assert.Equal(t, want, k3snode.K3sShaped(dir), dir)
 	}
 }
 

@@ -76,21 +76,15 @@ func joinEtcd(client *apiClientT, s settings, node, name, addr string, fresh boo
 	if status, body, err := client.do("POST", "/api/v1/namespaces/kube-system/configmaps", cm, "application/json"); err != nil && status != http.StatusConflict {
 		return fmt.Errorf("create etcd member list: %w: %s", err, body)
 	}
-	_, body, err := client.do("GET", etcdMembersPath, nil, "")
+	members, err := readMembers(client)
 	if err != nil {
-		return fmt.Errorf("read etcd member list: %w: %s", err, body)
-	}
-	var list struct {
-		Data map[string]string `json:"data"`
-	}
-	if err := json.Unmarshal([]byte(body), &list); err != nil {
-		return fmt.Errorf("read etcd member list: %w", err)
+		return err
 	}
 	data := map[string]any{node: name + " https://" + addr + ":" + etcdPeerPort}
 	switch {
 	case fresh && s.str("server", "") == "":
 		var running []string
-		for other, v := range list.Data {
+		for other, v := range members {
 			if _, peer := member(v); other != node && peerAnswers(peer) {
 				running = append(running, other)
 			}
@@ -100,13 +94,13 @@ func joinEtcd(client *apiClientT, s settings, node, name, addr string, fresh boo
 			return fmt.Errorf("k3s stand-in: cluster-init on a data dir without etcd would start a new etcd cluster while the members %s of the cluster run: real k3s starts it, splitting the cluster in two; join one of them with server instead", strings.Join(running, ", "))
 		}
 		// A new cluster: the old one's members are gone with it.
-		for other := range list.Data {
+		for other := range members {
 			if other != node {
 				data[other] = nil
 			}
 		}
 	case fresh:
-		if old, ok := list.Data[node]; ok {
+		if old, ok := members[node]; ok {
 			if oldName, _ := member(old); oldName != name {
 				return errors.New("etcd cluster join failed: duplicate node name found, please use a unique name for this node")
 			}

@@ -147,7 +147,10 @@ func readMembers(client *apiClientT) (map[string]string, error) {
 	var list struct {
 		Data map[string]string `json:"data"`
 	}
-	return list.Data, json.Unmarshal([]byte(body), &list)
+	if err := json.Unmarshal([]byte(body), &list); err != nil {
+		return nil, fmt.Errorf("read etcd member list: %w", err)
+	}
+	return list.Data, nil
 }
 
 // restoreSnapshot brings the ConfigMaps back to the snapshot's: each
