@@ -54,6 +54,9 @@ var installed struct {
 
 func TestMain(m *testing.M) {
 	code := m.Run()
+	if err := haBed.Close(); err != nil {
+		fmt.Fprintln(os.Stderr, "the shared HA bed down:", err)
+	}
 	// Again at the very end, where CI's excerpt of a failed run looks.
 	for _, report := range append(failedPlays.lines, bed.FailureReports()...) {
 		fmt.Fprintln(os.Stderr, report)
