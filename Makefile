@@ -3,23 +3,16 @@ SHELL := bash
 .SHELLFLAGS := -euo pipefail -c
 .DEFAULT_GOAL := help
 
-MODULES := $(notdir $(wildcard modules/*))
-# Node modules: a binary each, small (copied to the nodes on every task), for every CPU of a
-# homelab's nodes: plugins/modules/<name> (linux/amd64) and plugins/bin/<os>_<arch>/<name>.
-NODE_MODULES := k3s_config k3s_node k3s_node_info
-# Node modules served by another's binary (named in the args Ansible sends): <module>=<binary>.
-# plugins/modules/<module> links to the binary, for Ansible to find the module.
-NODE_SERVED := k3s_registries=k3s_config k3s_prepare=k3s_node k3s_reboot=k3s_node k3s_firewall=k3s_node k3s_etcd_snapshot=k3s_node k3s_manifest=k3s_node k3s_etcd_restore=k3s_node
-NODE_PLATFORMS := linux_arm64 linux_arm
+# The binaries and the modules each serves: modules.mk, generated from internal/registry (make docs).
+include modules.mk
+# Node binaries: plugins/modules/<name> (linux/amd64) and plugins/bin/<os>_<arch>/<name>; a
+# module served by another's binary is a link to it there, for Ansible to find the module.
 BINARIES := $(addprefix plugins/modules/,$(NODE_MODULES))
 NODE_BINARIES := $(foreach p,$(NODE_PLATFORMS),$(addprefix plugins/bin/$(p)/,$(NODE_MODULES)))
-# Controller-side modules: one binary serves them all (cmd/controller; they share client-go),
-# plugins/bin/<os>_<arch>/controller for every OS and CPU an Ansible controller runs on;
-# plugins/modules/<name> links to the linux/amd64 one. The action plugins pick by `uname -sm`.
-CONTROLLER_MODULES := $(filter-out $(NODE_MODULES),$(MODULES))
-CONTROLLER_PLATFORMS := linux_amd64 linux_arm64 darwin_amd64 darwin_arm64
+# The controller binary: plugins/bin/<os>_<arch>/controller for every OS and CPU an Ansible
+# controller runs on; plugins/modules/<name> links to the linux/amd64 one. The action plugins pick
+# by `uname -sm`.
 CONTROLLER_BINARIES := $(foreach p,$(CONTROLLER_PLATFORMS),plugins/bin/$(p)/controller)
-LINKS := $(addprefix plugins/modules/,$(CONTROLLER_MODULES))
 VERSION := $(shell sed -n 's/^version: //p' galaxy.yml)
 TARBALL := dist/gitops-k3s_flux-$(VERSION).tar.gz
 # The release (make release): a tarball without the controller binaries, which ship beside it
@@ -52,11 +45,11 @@ build: $(BINARIES) $(NODE_BINARIES) $(CONTROLLER_BINARIES) ## Build the binaries
 	@ls -lL $(BINARIES) $(NODE_BINARIES) $(CONTROLLER_BINARIES) | awk '{printf "  %-40s %6.2f MB\n", $$9, $$5/1048576}'
 
 $(BINARIES): plugins/modules/%: FORCE
-	@$(call go_build_for,linux_amd64,./modules/$*)
+	@$(call go_build_for,linux_amd64,./cmd/$*)
 
-# plugins/bin/linux_arm/k3s_node: ./modules/k3s_node for linux_arm
+# plugins/bin/linux_arm/k3s_node: ./cmd/k3s_node for linux_arm
 $(NODE_BINARIES): plugins/bin/%: FORCE
-	@$(call go_build_for,$(patsubst %/,%,$(dir $*)),./modules/$(notdir $*))
+	@$(call go_build_for,$(patsubst %/,%,$(dir $*)),./cmd/$(notdir $*))
 
 $(CONTROLLER_BINARIES): plugins/bin/%/controller: FORCE
 	@$(call go_build_for,$*,./cmd/controller)
@@ -64,7 +57,7 @@ $(CONTROLLER_BINARIES): plugins/bin/%/controller: FORCE
 FORCE:
 
 docs: ## Regenerate the sidecar docs (plugins/modules/*.yml) and golden files
-	go test ./modules/... -run 'TestSidecarDocs|Golden' -update
+	go test ./modules/... ./internal/registry -run 'TestSidecarDocs|Golden' -update
 
 test: deps lint test-sanity testbed-bin testbed-rootfs test-unit test-integration test-e2e test-molecule ## Everything CI runs: installs what it needs, lints, builds the test bed, all tests
 
@@ -78,7 +71,8 @@ test-unit: ## Unit tests as an unprivileged user (nobody), no test bed; each con
 	tests/tools/unit.sh
 
 FUZZTIME ?= 30s
-FUZZ_PACKAGES := ./internal/ansible ./internal/k3sconfig $(filter-out ./modules/k3s_config,$(addprefix ./modules/,$(MODULES)))
+# The packages with a FuzzNoLog.
+FUZZ_PACKAGES := $(sort $(patsubst %/,./%,$(dir $(shell grep -l '^func FuzzNoLog' -r modules internal))))
 
 fuzz: ## Fuzz every module's arguments for no_log leaks (FUZZTIME=30s each; go test ./... runs the checked-in corpus)
 	@for p in $(FUZZ_PACKAGES); do echo "fuzz $$p"; go test $$p -run '^$$' -fuzz '^FuzzNoLog$$' -fuzztime $(FUZZTIME) | tail -2; done

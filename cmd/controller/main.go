@@ -17,19 +17,22 @@ import (
 	seedsecret "github.com/gitops-k3s-flux/k3s_flux/modules/seed_secret"
 )
 
+// entries are the modules this binary serves (internal/registry lists them).
+var entries = map[string]ansible.Entry{
+	"cluster_nodes_info": clusternodes.Entry,
+	"flux_instance":      fluxinstance.Entry,
+	"flux_operator":      fluxoperator.Entry,
+	"flux_repo_check":    fluxrepocheck.Entry,
+	"flux_status_info":   fluxstatus.Entry,
+	"k3s_kubeconfig":     k3skubeconfig.Entry,
+	"node_drain":         nodedrain.Entry,
+	"seed_secret":        seedsecret.Entry,
+	// The names before 0.1.0 (meta/runtime.yml redirects them): a task written with one
+	// sends it as the module's name.
+	"cluster_nodes": clusternodes.Entry,
+	"flux_status":   fluxstatus.Entry,
+}
+
 func main() {
-	ansible.MainMulti(map[string]ansible.Entry{
-		"cluster_nodes_info": clusternodes.Entry,
-		"flux_instance":      fluxinstance.Entry,
-		"flux_operator":      fluxoperator.Entry,
-		"flux_repo_check":    fluxrepocheck.Entry,
-		"flux_status_info":   fluxstatus.Entry,
-		"k3s_kubeconfig":     k3skubeconfig.Entry,
-		"node_drain":         nodedrain.Entry,
-		"seed_secret":        seedsecret.Entry,
-		// The names before 0.1.0 (meta/runtime.yml redirects them): a task written with one
-		// sends it as the module's name.
-		"cluster_nodes": clusternodes.Entry,
-		"flux_status":   fluxstatus.Entry,
-	})
+	ansible.MainMulti(entries)
 }

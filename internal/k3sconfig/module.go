@@ -1,6 +1,6 @@
 // Package k3sconfig is the modules that render k3s's files on a node:
 // k3s_config (config.yaml, or a drop-in) and k3s_registries
-// (registries.yaml). Their binary is modules/k3s_config; module k3s_node
+// (registries.yaml). Their binary is cmd/k3s_config; module k3s_node
 // runs them in its own process too, before it installs or restarts k3s (one
 // command on the node per task).
 package k3sconfig

@@ -1,13 +1,11 @@
-package main
+package k3sconfigmodule
 
 import (
 	"testing"
 
 	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible/ansibletest"
-	"github.com/gitops-k3s-flux/k3s_flux/internal/k3sconfig"
 )
 
 func TestSidecarDocs(t *testing.T) {
-	ansibletest.CheckSidecar(t, k3sconfig.Module)
-	ansibletest.CheckSidecar(t, k3sconfig.RegistriesModule)
+	ansibletest.CheckSidecar(t, Entry.Module)
 }

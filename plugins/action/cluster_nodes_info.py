@@ -8,4 +8,4 @@ from ansible_collections.gitops.k3s_flux.plugins.plugin_utils.binary_module impo
 
 
 class ActionModule(BinaryModuleAction):
-    MULTICALL = "controller"
+    pass

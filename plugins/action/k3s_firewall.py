@@ -1,7 +1,7 @@
 # Copyright: gitops.k3s_flux contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Action plugin of gitops.k3s_flux.k3s_firewall: sends the k3s_node binary (which serves
-this module too, binary_module.SERVED_BY) built for the host's OS and CPU; a node that ran
+this module too, plugin_utils/registry.py) built for the host's OS and CPU; a node that ran
 k3s_node already keeps it."""
 
 from __future__ import annotations

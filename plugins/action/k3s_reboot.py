@@ -2,7 +2,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Action plugin of gitops.k3s_flux.k3s_reboot: a reboot without Python on the host.
 
-The module (the k3s_node binary, binary_module.SERVED_BY) reads the boot id and schedules the
+The module (the k3s_node binary, plugin_utils/registry.py) reads the boot id and schedules the
 reboot a second after it returns. This plugin then reconnects until the host answers with
 another boot id: `cat /proc/sys/kernel/random/boot_id`, a raw command, so nothing on the host
 needs Python (ansible.builtin.reboot asks the host for its distribution through a Python module

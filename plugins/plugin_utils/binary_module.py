@@ -39,6 +39,9 @@ import shlex
 import stat
 import tempfile
 
+# Before Ansible's imports: its collection loader, which they set up, would not find this one
+# where the unit tests import the collection from a plain path.
+from ansible_collections.gitops.k3s_flux.plugins.plugin_utils.registry import BINARY, CONTROLLER
 from ansible.errors import AnsibleActionFail, AnsibleConnectionFailure
 from ansible.module_utils.urls import open_url
 from ansible.plugins.action import ActionBase
@@ -101,23 +104,10 @@ def platform_of(uname):
     return platform
 
 
-# The binary that serves every controller-side module.
-CONTROLLER = "controller"
-# Its environment: client-go's and Helm's package initialisation allocates enough for three
+# The controller binary's environment: client-go's and Helm's package initialisation allocates enough for three
 # garbage collections before main runs, a quarter of the binary's start. A module lives seconds
 # to minutes, so the collector waits until the heap reaches 128 MiB (measured: 31 ms to 23 ms).
 CONTROLLER_ENV = "GOGC=off GOMEMLIMIT=128MiB"
-# Node modules served by another module's binary: k3s_registries' own task runs k3s_config's (a
-# k3s_node task runs both in k3s_node's process).
-SERVED_BY = {
-    "k3s_registries": "k3s_config",
-    "k3s_prepare": "k3s_node",
-    "k3s_reboot": "k3s_node",
-    "k3s_firewall": "k3s_node",
-    "k3s_etcd_snapshot": "k3s_node",
-    "k3s_manifest": "k3s_node",
-    "k3s_etcd_restore": "k3s_node",
-}
 
 
 def binary_path(root, name, platform, multicall=None):
@@ -352,9 +342,6 @@ def split_platform(stdout):
 class BinaryModuleAction(ActionBase):
     """Runs this action's module as the binary built for the target's platform."""
 
-    # The multi-call binary that serves this module, or None for a binary of its own.
-    MULTICALL = None
-
     def run(self, tmp=None, task_vars=None):
         result = self._begin(tmp, task_vars)
         if result.get("failed"):
@@ -485,8 +472,10 @@ class BinaryModuleAction(ActionBase):
         return data
 
     def _multicall(self, name):
-        """The multi-call binary that serves module name, or None for a binary of its own."""
-        return self.MULTICALL or SERVED_BY.get(name)
+        """The binary that serves module name when it is not its own (internal/registry's table,
+        plugin_utils/registry.py), else None."""
+        binary = BINARY.get(name)
+        return binary if binary != name else None
 
     def _binary(self, name):
         """(path, sha256) of module name's binary for the host's platform: in the collection, or
@@ -501,7 +490,7 @@ class BinaryModuleAction(ActionBase):
         # Templated here, for a controller binary the collection does not carry, not for every task.
         base = self._templar.template(getattr(self, "_task_vars", {}).get(RELEASE_URL_VAR)) or os.environ.get(RELEASE_URL_ENV)
         url = payload_url(COLLECTION_ROOT, self._platform, base)
-        dest = os.path.join(user_cache_dir(), self._platform, cached_name(self.MULTICALL, sha256))
+        dest = os.path.join(user_cache_dir(), self._platform, cached_name(self._multicall(name), sha256))
         try:
             fetch_controller(url, sha256, dest)
         except (OSError, ValueError) as e:
@@ -516,7 +505,7 @@ class BinaryModuleAction(ActionBase):
         path = binary_path(COLLECTION_ROOT, name, platform, self._multicall(name))
         if os.path.isfile(path):
             return binary_sha256(COLLECTION_ROOT, path)
-        if self.MULTICALL == CONTROLLER:
+        if self._multicall(name) == CONTROLLER:
             return expected_sha256(COLLECTION_ROOT, os.path.relpath(path, COLLECTION_ROOT))
         return None
 

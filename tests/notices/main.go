@@ -17,14 +17,29 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/gitops-k3s-flux/k3s_flux/internal/registry"
 )
 
-// binaries are the packages built into the collection (see the Makefile).
-var binaries = []string{"./cmd/controller", "./modules/k3s_config", "./modules/k3s_node", "./modules/k3s_node_info"}
+// binaries are the packages built into the collection, and platforms the
+// GOOS/GOARCH each is built for (internal/registry): build tags can change
+// the dependencies, so each platform is listed.
+var binaries, platforms = builds()
 
-// platforms are the GOOS/GOARCH the Makefile builds for; build tags can
-// change the dependencies, so each is listed.
-var platforms = [][2]string{{"linux", "amd64"}, {"linux", "arm64"}, {"linux", "arm"}, {"darwin", "amd64"}, {"darwin", "arm64"}}
+func builds() (pkgs []string, platforms [][2]string) {
+	seen := map[string]bool{}
+	for _, b := range registry.Binaries {
+		pkgs = append(pkgs, "./cmd/"+b.Name)
+		for _, p := range b.Platforms {
+			if !seen[p] {
+				seen[p] = true
+				goos, goarch, _ := strings.Cut(p, "_")
+				platforms = append(platforms, [2]string{goos, goarch})
+			}
+		}
+	}
+	return pkgs, platforms
+}
 
 const output = "THIRD_PARTY_NOTICES.md"
 
