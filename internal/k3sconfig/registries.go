@@ -148,45 +148,9 @@ func validateRegistries(mirrors, configs map[string]any, dir string) (map[string
 	if len(mirrors) > 0 {
 		out := map[string]node{}
 		for host, raw := range mirrors {
-			where := "mirrors." + host
-			if err := checkRegistryHost(where, host); err != nil {
-				return nil, nil, err
-			}
-			m, err := fields(where, raw, mirrorKeys)
+			entry, err := validateMirror("mirrors."+host, host, raw)
 			if err != nil {
 				return nil, nil, err
-			}
-			entry := map[string]node{}
-			if v, ok := m["endpoint"]; ok {
-				endpoints, err := stringList(where+".endpoint", v)
-				if err != nil {
-					return nil, nil, err
-				}
-				for i, e := range endpoints {
-					u, err := url.Parse(e)
-					if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-						return nil, nil, fmt.Errorf("%s.endpoint[%d]: expected an http or https URL such as https://registry.example.com:5000, got %q", where, i, e)
-					}
-				}
-				entry["endpoint"] = endpoints
-			}
-			if v, ok := m["rewrite"]; ok {
-				rewrites, err := fields(where+".rewrite", v, nil)
-				if err != nil {
-					return nil, nil, err
-				}
-				out := map[string]node{}
-				for pattern, replacement := range rewrites {
-					if _, err := regexp.Compile(pattern); err != nil {
-						return nil, nil, fmt.Errorf("%s.rewrite: %q is not a regular expression: %w", where, pattern, err)
-					}
-					s, ok := replacement.(string)
-					if !ok {
-						return nil, nil, fmt.Errorf("%s.rewrite[%q]: expected a string, got %s", where, pattern, typeName(replacement))
-					}
-					out[pattern] = s
-				}
-				entry["rewrite"] = out
 			}
 			out[host] = entry
 		}
@@ -195,75 +159,140 @@ func validateRegistries(mirrors, configs map[string]any, dir string) (map[string
 	if len(configs) > 0 {
 		out := map[string]node{}
 		for host, raw := range configs {
-			where := "configs." + host
-			if err := checkRegistryHost(where, host); err != nil {
-				return nil, nil, err
-			}
-			c, err := fields(where, raw, configKeys)
+			entry, err := validateRegistryConfig("configs."+host, host, raw, dir, files)
 			if err != nil {
 				return nil, nil, err
-			}
-			entry := map[string]node{}
-			if v, ok := c["auth"]; ok {
-				auth, err := fields(where+".auth", v, authKeys)
-				if err != nil {
-					return nil, nil, err
-				}
-				a := map[string]node{}
-				for k, val := range auth {
-					s, ok := val.(string)
-					if !ok {
-						// Not the value: it may be a secret.
-						return nil, nil, fmt.Errorf("%s.auth.%s: expected a string, got %s", where, k, typeName(val))
-					}
-					a[k] = s
-				}
-				entry["auth"] = a
-			}
-			if v, ok := c["tls"]; ok {
-				tls, err := fields(where+".tls", v, tlsKeys)
-				if err != nil {
-					return nil, nil, err
-				}
-				t := map[string]node{}
-				for k, val := range tls {
-					if k == "ca" || k == "cert" || k == "key" {
-						continue // content: tlsFiles
-					}
-					if k == "insecure_skip_verify" {
-						b, ok := val.(bool)
-						if !ok {
-							return nil, nil, fmt.Errorf("%s.tls.insecure_skip_verify: expected true or false, got %s", where, typeName(val))
-						}
-						t[k] = b
-						continue
-					}
-					s, ok := val.(string)
-					if !ok || !filepath.IsAbs(s) {
-						return nil, nil, fmt.Errorf("%s.tls.%s: expected an absolute path on the node, got %v", where, k, val)
-					}
-					t[k] = s
-				}
-				given, err := tlsFiles(where, dir, host, t, tls)
-				if err != nil {
-					return nil, nil, err
-				}
-				for p := range given {
-					if _, taken := files[p]; taken {
-						return nil, nil, fmt.Errorf("%s.tls: its files would be %s, as another registry's: the two names differ only where a file name cannot hold the character", where, filepath.Dir(p))
-					}
-				}
-				maps.Copy(files, given)
-				if _, cert := t["cert_file"]; cert != (t["key_file"] != nil) {
-					return nil, nil, fmt.Errorf("%s.tls: a client certificate (cert or cert_file) and its key (key or key_file) go together", where)
-				}
-				entry["tls"] = t
 			}
 			out[host] = entry
 		}
 		doc["configs"] = out
 	}
 	return doc, files, nil
+}
+
+// validateMirror checks one registry's mirror entry (at where) and returns
+// it as registries.yaml holds it.
+func validateMirror(where, host string, raw any) (map[string]node, error) {
+	if err := checkRegistryHost(where, host); err != nil {
+		return nil, err
+	}
+	m, err := fields(where, raw, mirrorKeys)
+	if err != nil {
+		return nil, err
+	}
+	entry := map[string]node{}
+	if v, ok := m["endpoint"]; ok {
+		endpoints, err := stringList(where+".endpoint", v)
+		if err != nil {
+			return nil, err
+		}
+		for i, e := range endpoints {
+			u, err := url.Parse(e)
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				return nil, fmt.Errorf("%s.endpoint[%d]: expected an http or https URL such as https://registry.example.com:5000, got %q", where, i, e)
+			}
+		}
+		entry["endpoint"] = endpoints
+	}
+	if v, ok := m["rewrite"]; ok {
+		rewrites, err := fields(where+".rewrite", v, nil)
+		if err != nil {
+			return nil, err
+		}
+		out := map[string]node{}
+		for pattern, replacement := range rewrites {
+			if _, err := regexp.Compile(pattern); err != nil {
+				return nil, fmt.Errorf("%s.rewrite: %q is not a regular expression: %w", where, pattern, err)
+			}
+			s, ok := replacement.(string)
+			if !ok {
+				return nil, fmt.Errorf("%s.rewrite[%q]: expected a string, got %s", where, pattern, typeName(replacement))
+			}
+			out[pattern] = s
+		}
+		entry["rewrite"] = out
+	}
+	return entry, nil
+}
+
+// validateRegistryConfig checks one registry's config entry (at where) and returns
+// it as registries.yaml holds it; the TLS files it names are added to files.
+func validateRegistryConfig(where, host string, raw any, dir string, files map[string][]byte) (map[string]node, error) {
+	if err := checkRegistryHost(where, host); err != nil {
+		return nil, err
+	}
+	c, err := fields(where, raw, configKeys)
+	if err != nil {
+		return nil, err
+	}
+	entry := map[string]node{}
+	if v, ok := c["auth"]; ok {
+		auth, err := fields(where+".auth", v, authKeys)
+		if err != nil {
+			return nil, err
+		}
+		a := map[string]node{}
+		for k, val := range auth {
+			s, ok := val.(string)
+			if !ok {
+				// Not the value: it may be a secret.
+				return nil, fmt.Errorf("%s.auth.%s: expected a string, got %s", where, k, typeName(val))
+			}
+			a[k] = s
+		}
+		entry["auth"] = a
+	}
+	if v, ok := c["tls"]; ok {
+		t, err := validateTLS(where, host, v, dir, files)
+		if err != nil {
+			return nil, err
+		}
+		entry["tls"] = t
+	}
+	return entry, nil
+}
+
+// validateTLS checks a registry's tls entry (at where+".tls") and returns it
+// with the paths of the files it is given as content, which are added to
+// files.
+func validateTLS(where, host string, v any, dir string, files map[string][]byte) (map[string]node, error) {
+	tls, err := fields(where+".tls", v, tlsKeys)
+	if err != nil {
+		return nil, err
+	}
+	t := map[string]node{}
+	for k, val := range tls {
+		if k == "ca" || k == "cert" || k == "key" {
+			continue // content: tlsFiles
+		}
+		if k == "insecure_skip_verify" {
+			b, ok := val.(bool)
+			if !ok {
+				return nil, fmt.Errorf("%s.tls.insecure_skip_verify: expected true or false, got %s", where, typeName(val))
+			}
+			t[k] = b
+			continue
+		}
+		s, ok := val.(string)
+		if !ok || !filepath.IsAbs(s) {
+			return nil, fmt.Errorf("%s.tls.%s: expected an absolute path on the node, got %v", where, k, val)
+		}
+		t[k] = s
+	}
+	given, err := tlsFiles(where, dir, host, t, tls)
+	if err != nil {
+		return nil, err
+	}
+	for p := range given {
+		if _, taken := files[p]; taken {
+			return nil, fmt.Errorf("%s.tls: its files would be %s, as another registry's: the two names differ only where a file name cannot hold the character", where, filepath.Dir(p))
+		}
+	}
+	maps.Copy(files, given)
+	if _, cert := t["cert_file"]; cert != (t["key_file"] != nil) {
+		return nil, fmt.Errorf("%s.tls: a client certificate (cert or cert_file) and its key (key or key_file) go together", where)
+	}
+	return t, nil
 }
 
 // checkRegistryHost accepts host, host:port or "*".

@@ -115,41 +115,11 @@ func run(ctx context.Context, req *ansible.Request, connect kube.Connector) (*an
 	}
 	timeout := time.Duration(a.WaitTimeout) * time.Second
 	if a.State == "absent" {
-		ns := instanceNamespace(a)
-		current, err := clients.Get(ctx, instanceGVR, ns, instanceName)
-		if err != nil || current == nil {
-			return res, err
-		}
-		// The same policy as for present, and as the other modules': an
-		// object Flux adopted is left alone, with a warning, unless forced.
-		if by, adopted := kube.FluxOwned(current); adopted && !a.Force {
-			res.Set("adopted", true)
-			req.Warn("FluxInstance %s/flux is adopted by Flux (%s): left alone, not deleted; set force=true to delete it anyway", ns, by)
-			return res, nil
-		}
-		res.Changed = true
-		res.Diff = instanceDiff(ns, current, nil)
-		if req.CheckMode {
-			return res, nil
-		}
-		return res, remove(ctx, clients, a, ns, timeout)
+		return res, absent(ctx, req, res, clients, a, timeout)
 	}
-	if req.CheckMode {
-		// Check mode installs no operator, so a wait for it could only
-		// time out: one look at the CRD decides how to plan.
-		established, err := crdEstablished(ctx, clients)
-		if err != nil {
-			return res, err
-		}
-		if !established {
-			req.Warn("the FluxInstance CRD (%s) is not established yet (the Flux Operator's chart installs it): planned from the definition alone, without the API server's validation", crdName)
+	if ready, err := operatorReady(ctx, req, res, clients, a, timeout); err != nil || !ready {
+		if err == nil {
 			planCreate(res, desired)
-			return res, nil
-		}
-	} else if deployment, err := waitForOperator(ctx, clients, a, req, timeout); err != nil {
-		if deployment != nil {
-			res.Set("conditions", kube.Conditions(deployment))
-			res.Set("events", clients.RecentEvents(ctx, a.OperatorNamespace, "Deployment", a.OperatorDeployment, 5))
 		}
 		return res, err
 	}
@@ -163,31 +133,80 @@ func run(ctx context.Context, req *ansible.Request, connect kube.Connector) (*an
 		}
 		req.Warn("required Secrets missing: %s; a real run fails here unless they exist by then (seed_secret creates them)", strings.Join(missing, ", "))
 	}
+	return res, present(ctx, req, res, clients, a, desired, timeout)
+}
+
+// absent deletes the instance, unless Flux adopted it.
+func absent(ctx context.Context, req *ansible.Request, res *ansible.Result, clients *kube.Clients, a args, timeout time.Duration) error {
+	ns := instanceNamespace(a)
+	current, err := clients.Get(ctx, instanceGVR, ns, instanceName)
+	if err != nil || current == nil {
+		return err
+	}
+	// The same policy as for present, and as the other modules': an
+	// object Flux adopted is left alone, with a warning, unless forced.
+	if by, adopted := kube.FluxOwned(current); adopted && !a.Force {
+		res.Set("adopted", true)
+		req.Warn("FluxInstance %s/flux is adopted by Flux (%s): left alone, not deleted; set force=true to delete it anyway", ns, by)
+		return nil
+	}
+	res.Changed = true
+	res.Diff = instanceDiff(ns, current, nil)
+	if req.CheckMode {
+		return nil
+	}
+	return remove(ctx, clients, a, ns, timeout)
+}
+
+// operatorReady waits for the Flux Operator; in check mode, which installs
+// no operator, it looks once at the CRD instead: false when the CRD is not
+// there yet, and the plan is the definition alone.
+func operatorReady(ctx context.Context, req *ansible.Request, res *ansible.Result, clients *kube.Clients, a args, timeout time.Duration) (bool, error) {
+	if req.CheckMode {
+		// A wait for the operator could only time out.
+		established, err := crdEstablished(ctx, clients)
+		if err != nil || established {
+			return established, err
+		}
+		req.Warn("the FluxInstance CRD (%s) is not established yet (the Flux Operator's chart installs it): planned from the definition alone, without the API server's validation", crdName)
+		return false, nil
+	}
+	deployment, err := waitForOperator(ctx, clients, a, req, timeout)
+	if err != nil && deployment != nil {
+		res.Set("conditions", kube.Conditions(deployment))
+		res.Set("events", clients.RecentEvents(ctx, a.OperatorNamespace, "Deployment", a.OperatorDeployment, 5))
+	}
+	return err == nil, err
+}
+
+// present applies the instance when the API server's dry run of desired
+// differs from it (unless Flux adopted it), then waits for it to be Ready.
+func present(ctx context.Context, req *ansible.Request, res *ansible.Result, clients *kube.Clients, a args, desired *unstructured.Unstructured, timeout time.Duration) error {
 	current, err := clients.Get(ctx, instanceGVR, desired.GetNamespace(), instanceName)
 	if err != nil {
-		return res, err
+		return err
 	}
 	if current != nil {
 		if by, adopted := kube.FluxOwned(current); adopted && !a.Force {
 			res.Set("adopted", true)
 			req.Warn("FluxInstance %s is adopted by Flux (%s): left alone; set force=true to apply anyway", kube.ObjectName(current), by)
 			report(res, current)
-			return res, nil
+			return nil
 		}
 	}
 	planned, err := clients.Apply(ctx, instanceGVR, desired, true)
 	if err != nil {
-		return res, err
+		return err
 	}
 	if current == nil || !sameObject(current, planned) {
 		res.Changed = true
 		res.Diff = instanceDiff(desired.GetNamespace(), current, planned)
 		if req.CheckMode {
 			report(res, current)
-			return res, nil
+			return nil
 		}
 		if current, err = clients.Apply(ctx, instanceGVR, desired, false); err != nil {
-			return res, err
+			return err
 		}
 	}
 	if a.Wait && !req.CheckMode {
@@ -200,12 +219,12 @@ func run(ctx context.Context, req *ansible.Request, connect kube.Connector) (*an
 				res.Set("events", clients.RecentEvents(ctx, last.GetNamespace(), instanceKind, instanceName, 8))
 				report(res, last)
 			}
-			return res, err
+			return err
 		}
 		current = last
 	}
 	report(res, current)
-	return res, nil
+	return nil
 }
 
 // planCreate is the check-mode result when the instance cannot be

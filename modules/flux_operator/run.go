@@ -102,31 +102,42 @@ func run(ctx context.Context, req *ansible.Request, connect helmConnector) (*ans
 		}
 	}
 	if a.State == "absent" {
-		if current == nil || current.Info.Status == release.StatusUninstalled {
-			return res, nil
-		}
-		res.Changed = true
-		res.Diff = []ansible.Diff{{Before: current.Manifest, After: "", BeforeHeader: header, AfterHeader: header}}
-		if req.CheckMode {
-			return res, nil
-		}
-		if err := h.uninstallRelease(ctx, a, current); err != nil {
-			return res, fmt.Errorf("uninstall %s: %w", a.ReleaseName, err)
-		}
-		return res, nil
+		return res, h.absent(ctx, req, res, a, current, header)
 	}
+	return res, h.present(ctx, req, res, a, values, current, header)
+}
 
+// absent uninstalls the release current, if there is one.
+func (h *helm) absent(ctx context.Context, req *ansible.Request, res *ansible.Result, a args, current *release.Release, header string) error {
+	if current == nil || current.Info.Status == release.StatusUninstalled {
+		return nil
+	}
+	res.Changed = true
+	res.Diff = []ansible.Diff{{Before: current.Manifest, After: "", BeforeHeader: header, AfterHeader: header}}
+	if req.CheckMode {
+		return nil
+	}
+	if err := h.uninstallRelease(ctx, a, current); err != nil {
+		return fmt.Errorf("uninstall %s: %w", a.ReleaseName, err)
+	}
+	return nil
+}
+
+// present installs or upgrades the release to the chart and values asked
+// for, recovering one an interrupted run left pending, unless current is
+// that already.
+func (h *helm) present(ctx context.Context, req *ansible.Request, res *ansible.Result, a args, values map[string]any, current *release.Release, header string) error {
 	// A pinned version already deployed with the same values is a no-op
 	// without a trip to the registry.
 	if current != nil && current.Info.Status == release.StatusDeployed && isPinned(a.ChartVersion) &&
 		current.Chart.Metadata.Version == strings.TrimPrefix(a.ChartVersion, "v") &&
 		current.Chart.Metadata.Name == refChartName(a.ChartRef) && sameValues(current.Config, values) {
 		res.Set("release", releaseInfo(current))
-		return res, nil
+		return nil
 	}
 	ch, err := h.loadChart(a)
 	if err != nil {
-		return res, err
+		return err
 	}
 	if current != nil && isPending(current) {
 		if req.CheckMode {
@@ -135,20 +146,20 @@ func run(ctx context.Context, req *ansible.Request, connect helmConnector) (*ans
 			was := current.Info.Status
 			what, err := h.recoverPending(a, current)
 			if err != nil {
-				return res, err
+				return err
 			}
 			res.Set("recovered", what)
 			res.Changed = true
 			req.Warn("Helm release %s/%s was %s (an interrupted run): %s", a.ReleaseNamespace, a.ReleaseName, was, what)
 			if current, err = h.lastRelease(a.ReleaseName); err != nil {
-				return res, err
+				return err
 			}
 		}
 	}
 	if current != nil && current.Info.Status == release.StatusDeployed &&
 		current.Chart.Metadata.Version == ch.Metadata.Version && sameValues(current.Config, values) {
 		res.Set("release", releaseInfo(current))
-		return res, nil
+		return nil
 	}
 
 	// Check mode is the plan alone: the chart rendered, nothing deployed.
@@ -158,7 +169,7 @@ func run(ctx context.Context, req *ansible.Request, connect helmConnector) (*ans
 	}
 	rel, err := plan(ctx, a, ch, values, current)
 	if err != nil {
-		return res, err
+		return err
 	}
 	res.Changed = true
 	before := ""
@@ -167,7 +178,7 @@ func run(ctx context.Context, req *ansible.Request, connect helmConnector) (*ans
 	}
 	res.Diff = []ansible.Diff{{Before: before, After: rel.Manifest, BeforeHeader: header + " " + chartName(current), AfterHeader: header + " " + chartName(rel)}}
 	res.Set("release", releaseInfo(rel))
-	return res, nil
+	return nil
 }
 
 // helm holds the Helm SDK's configuration for one run.

@@ -182,22 +182,9 @@ func run(ctx context.Context, req *ansible.Request, connect kube.Connector) (*an
 		if !a.Wait || rep.ready() {
 			return rep.ready(), nil
 		}
-		for _, it := range rep.waitingOn() {
-			if !nudger.Due(it.key(), it.state) {
-				continue
-			}
-			if err := clients.RequestReconcile(ctx, gvrOf(it.Kind), it.Namespace, it.Name, time.Now()); apierrors.IsForbidden(err) {
-				// A read-only kubeconfig: the report is what this module is for.
-				req.Warn("the wait could not ask Flux to reconcile %s, which shows no progress (%v); it waits without asking", it.key(), err)
-				nudger.After = 0
-				break
-			} else if err != nil {
-				return false, err
-			}
-			requested = append(requested, it.key())
-			req.Progress("requested a reconcile of %s: its status has not changed for %ds (%s: %s)", it.key(), a.ReconcileAfter, it.Reason, it.Message)
-		}
-		return false, nil
+		asked, err := nudge(ctx, req, clients, rep, &nudger, a.ReconcileAfter)
+		requested = append(requested, asked...)
+		return false, err
 	}
 	if a.Wait {
 		_, err = kube.Poll(ctx, 500*time.Millisecond, time.Duration(a.WaitTimeout)*time.Second, collect, kube.Reporter(req.Progress, func() {
@@ -211,6 +198,44 @@ func run(ctx context.Context, req *ansible.Request, connect kube.Connector) (*an
 	if err != nil {
 		return res, err
 	}
+	failing := reportResult(res, rep)
+	if !a.Wait || rep.ready() {
+		return res, nil
+	}
+	events := map[string][]string{}
+	for _, f := range rep.Failing {
+		events[f.key()] = clients.RecentEvents(ctx, f.Namespace, f.Kind, f.Name, 5)
+	}
+	res.Set("events", events)
+	return res, timeoutError(a, rep, failing, requested)
+}
+
+// nudge asks Flux to reconcile each object the wait is on that nudger finds
+// due (no progress for after seconds), and returns their keys. A
+// kubeconfig that may not ask turns the asking off, with a warning.
+func nudge(ctx context.Context, req *ansible.Request, clients *kube.Clients, rep report, nudger *kube.Nudger, after int) ([]string, error) {
+	var requested []string
+	for _, it := range rep.waitingOn() {
+		if !nudger.Due(it.key(), it.state) {
+			continue
+		}
+		if err := clients.RequestReconcile(ctx, gvrOf(it.Kind), it.Namespace, it.Name, time.Now()); apierrors.IsForbidden(err) {
+			// A read-only kubeconfig: the report is what this module is for.
+			req.Warn("the wait could not ask Flux to reconcile %s, which shows no progress (%v); it waits without asking", it.key(), err)
+			nudger.After = 0
+			break
+		} else if err != nil {
+			return requested, err
+		}
+		requested = append(requested, it.key())
+		req.Progress("requested a reconcile of %s: its status has not changed for %ds (%s: %s)", it.key(), after, it.Reason, it.Message)
+	}
+	return requested, nil
+}
+
+// reportResult sets the report's fields of the result and returns the
+// failing objects' lines.
+func reportResult(res *ansible.Result, rep report) []string {
 	failing := make([]string, 0, len(rep.Failing))
 	for _, f := range rep.Failing {
 		failing = append(failing, f.line())
@@ -221,15 +246,7 @@ func run(ctx context.Context, req *ansible.Request, connect kube.Connector) (*an
 	res.Set("kustomizations", orEmpty(rep.Kustomizations))
 	res.Set("helmreleases", orEmpty(rep.HelmReleases))
 	res.Set("failing", failing)
-	if !a.Wait || rep.ready() {
-		return res, nil
-	}
-	events := map[string][]string{}
-	for _, f := range rep.Failing {
-		events[f.key()] = clients.RecentEvents(ctx, f.Namespace, f.Kind, f.Name, 5)
-	}
-	res.Set("events", events)
-	return res, timeoutError(a, rep, failing, requested)
+	return failing
 }
 
 func timeoutError(a args, rep report, failing, requested []string) error {

@@ -347,12 +347,27 @@ func run(ctx context.Context, req *ansible.Request, sys k3snode.System, where k3
 		}
 	}
 	n.env = envChange
-	// The version the node has after the task (in check mode: would have).
+	res := planResult(req, a, s, p, envChange, steps)
+	if req.CheckMode {
+		return res, nil
+	}
+	if transfer {
+		res.Changed = false
+		res.Set("airgap_transfer_needed", true)
+		return res, errors.New("k3s must be installed from airgap files that are still on the controller: run this module as a task (its action plugin copies them to the node), or set remote_src with paths on the node")
+	}
+	return res, n.apply(ctx, req, a, p, nodeNameOf(steps), res)
+}
+
+// planResult is the result of plan p for a node in state s: what changes,
+// the versions before and after (in check mode: would be), and the diff of
+// k3s, its rendered files and its environment file.
+func planResult(req *ansible.Request, a args, s state, p plan, env *envChange, steps []step) *ansible.Result {
 	after := s.Version
 	if p.Install {
 		after = a.Version
 	}
-	res := &ansible.Result{Changed: p.changed() || envChange != nil}
+	res := &ansible.Result{Changed: p.changed() || env != nil}
 	res.Set("previous_version", s.Version)
 	res.Set("version", after)
 	res.Set("upgrade_pending", p.UpgradePending)
@@ -374,21 +389,19 @@ func run(ctx context.Context, req *ansible.Request, sys k3snode.System, where k3
 		}}
 	}
 	addSteps(res, steps)
-	if envChange != nil {
-		res.Diff = append(res.Diff, ansible.Diff{Before: envChange.Before, After: envChange.After, BeforeHeader: envChange.Path, AfterHeader: envChange.Path})
+	if env != nil {
+		res.Diff = append(res.Diff, ansible.Diff{Before: env.Before, After: env.After, BeforeHeader: env.Path, AfterHeader: env.Path})
 	}
-	if req.CheckMode {
-		return res, nil
-	}
-	if transfer {
-		res.Changed = false
-		res.Set("airgap_transfer_needed", true)
-		return res, errors.New("k3s must be installed from airgap files that are still on the controller: run this module as a task (its action plugin copies them to the node), or set remote_src with paths on the node")
-	}
+	return res
+}
+
+// apply carries plan p out, then waits for the unit (when k3s was started)
+// and, on a server asked to wait, for the API, within wait_timeout.
+func (n node) apply(ctx context.Context, req *ansible.Request, a args, p plan, nodeName string, res *ansible.Result) error {
 	// The journal from here on is this task's: what k3s says after the start.
 	n.since = time.Now().Unix()
 	if err := n.carryOut(ctx, req, a, p); err != nil {
-		return res, err
+		return err
 	}
 	started := p.Install || p.Start || p.Restart
 	res.Set("restart_done", started)
@@ -396,19 +409,19 @@ func run(ctx context.Context, req *ansible.Request, sys k3snode.System, where k3
 	ctx, cancel := context.WithTimeout(ctx, time.Duration(a.WaitTimeout)*time.Second)
 	defer cancel()
 	if started {
-		if err := n.waitActive(ctx, req, p.Service, a.WaitTimeout, nodeNameOf(steps)); err != nil {
+		if err := n.waitActive(ctx, req, p.Service, a.WaitTimeout, nodeName); err != nil {
 			if a.Role == "server" && a.Wait {
 				res.Set("ready", false)
 			}
-			return res, err
+			return err
 		}
 	}
 	if a.Role != "server" || !a.Wait {
-		return res, nil
+		return nil
 	}
-	err = n.waitReady(ctx, req, a)
+	err := n.waitReady(ctx, req, a)
 	res.Set("ready", err == nil)
-	return res, err
+	return err
 }
 
 // checkBootstrapToken refuses, before anything is written, a server token
