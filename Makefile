@@ -5,13 +5,11 @@ SHELL := bash
 
 # The binaries and the modules each serves: modules.mk, generated from internal/registry (make docs).
 include modules.mk
-# Node binaries: plugins/modules/<name> (linux/amd64) and plugins/bin/<os>_<arch>/<name>; a
-# module served by another's binary is a link to it there, for Ansible to find the module.
-BINARIES := $(addprefix plugins/modules/,$(NODE_MODULES))
+# The binaries, plugins/bin/<os>_<arch>/<binary>: the node binaries for every CPU of a homelab's
+# nodes, the controller binary for every OS and CPU an Ansible controller runs on. Each module is a
+# stub plugins/modules/<name> (generated, with its sidecar docs); its action plugin sends the
+# binary built for the host (`uname -sm`).
 NODE_BINARIES := $(foreach p,$(NODE_PLATFORMS),$(addprefix plugins/bin/$(p)/,$(NODE_MODULES)))
-# The controller binary: plugins/bin/<os>_<arch>/controller for every OS and CPU an Ansible
-# controller runs on; plugins/modules/<name> links to the linux/amd64 one. The action plugins pick
-# by `uname -sm`.
 CONTROLLER_BINARIES := $(foreach p,$(CONTROLLER_PLATFORMS),plugins/bin/$(p)/controller)
 VERSION := $(shell sed -n 's/^version: //p' galaxy.yml)
 TARBALL := dist/gitops-k3s_flux-$(VERSION).tar.gz
@@ -38,14 +36,9 @@ ROUNDS ?= 5
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9-]+:.*## / {printf "  %-17s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-build: $(BINARIES) $(NODE_BINARIES) $(CONTROLLER_BINARIES) ## Build the binaries: node modules for linux amd64/arm64/armv7, the controller binary for linux and darwin, amd64 and arm64
-	@for m in $(CONTROLLER_MODULES); do ln -sfn ../bin/linux_amd64/controller plugins/modules/$$m; done
-	@for mb in $(NODE_SERVED); do ln -sfn "$${mb#*=}" "plugins/modules/$${mb%%=*}"; done
-	@sha256sum $(BINARIES) $(NODE_BINARIES) $(CONTROLLER_BINARIES) >plugins/bin/SHA256SUMS
-	@ls -lL $(BINARIES) $(NODE_BINARIES) $(CONTROLLER_BINARIES) | awk '{printf "  %-40s %6.2f MB\n", $$9, $$5/1048576}'
-
-$(BINARIES): plugins/modules/%: FORCE
-	@$(call go_build_for,linux_amd64,./cmd/$*)
+build: $(NODE_BINARIES) $(CONTROLLER_BINARIES) ## Build the binaries: node modules for linux amd64/arm64/armv7, the controller binary for linux and darwin, amd64 and arm64
+	@sha256sum $(NODE_BINARIES) $(CONTROLLER_BINARIES) >plugins/bin/SHA256SUMS
+	@ls -lL $(NODE_BINARIES) $(CONTROLLER_BINARIES) | awk '{printf "  %-40s %6.2f MB\n", $$9, $$5/1048576}'
 
 # plugins/bin/linux_arm/k3s_node: ./cmd/k3s_node for linux_arm
 $(NODE_BINARIES): plugins/bin/%: FORCE
@@ -137,4 +130,4 @@ demo-down: ## Tear the demo test bed down
 	go run ./tests/testbed down
 
 clean: ## Remove built binaries and tarballs
-	rm -rf $(BINARIES) dist
+	rm -rf plugins/bin dist

@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -29,6 +30,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/gitops-k3s-flux/k3s_flux/internal/registry"
 	"github.com/gitops-k3s-flux/k3s_flux/tests/bed"
 	"github.com/gitops-k3s-flux/k3s_flux/tests/testhosts"
 )
@@ -642,13 +644,15 @@ func (r *runner) sizes() ([]size, error) {
 	}
 	sort.Strings(names)
 	for _, m := range names {
-		bin := filepath.Join(r.root, "plugins", "modules", m)
+		bin, _ := registry.BinaryPath(r.root, m, "linux_amd64")
 		info, err := os.Stat(bin)
 		if err != nil {
 			return nil, err
 		}
 		argsFile := filepath.Join(r.dir, m+".args.json")
-		raw, _ := json.Marshal(noop[m])
+		args := map[string]any{"_ansible_module_name": m} // as Ansible sends it: the binary serves several
+		maps.Copy(args, noop[m])
+		raw, _ := json.Marshal(args)
 		if err := os.WriteFile(argsFile, raw, 0o600); err != nil {
 			return nil, err
 		}
@@ -742,11 +746,8 @@ func (r *runner) report(scale []scaleRow, sizes []size) string {
 // compressed controller binaries beside it).
 func shipped(root string) string {
 	var b strings.Builder
-	b.WriteString("\nBinaries per platform (plugins/bin/<os>_<arch>/; plugins/modules/ holds the linux/amd64 node modules and links to the controller binary):\n\n| platform | binary | size |\n|---|---|---:|\n")
+	b.WriteString("\nBinaries per platform (plugins/bin/<os>_<arch>/; plugins/modules/ holds each module's stub and docs):\n\n| platform | binary | size |\n|---|---|---:|\n")
 	paths, _ := filepath.Glob(filepath.Join(root, "plugins", "bin", "*", "*"))
-	for _, name := range []string{"k3s_config", "k3s_node", "k3s_node_info"} {
-		paths = append(paths, filepath.Join(root, "plugins", "modules", name))
-	}
 	sort.Strings(paths)
 	for _, p := range paths {
 		info, err := os.Stat(p)
@@ -754,9 +755,6 @@ func shipped(root string) string {
 			continue
 		}
 		platform := filepath.Base(filepath.Dir(p))
-		if platform == "modules" {
-			platform = "linux_amd64"
-		}
 		fmt.Fprintf(&b, "| %s | %s | %.2f MB |\n", platform, filepath.Base(p), float64(info.Size())/(1<<20))
 	}
 	if tarballs, _ := filepath.Glob(filepath.Join(root, "dist", "gitops-k3s_flux-*.tar.gz")); len(tarballs) > 0 {

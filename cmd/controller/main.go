@@ -1,8 +1,8 @@
 // Command controller is the controller-side modules in one binary:
-// cluster_nodes_info, flux_instance, flux_operator, flux_repo_check, flux_status_info,
-// k3s_kubeconfig, node_drain and seed_secret share client-go and kustomize, so one binary serves them all at the size of the
-// largest. Each plugins/modules/<name> is a link to it; it runs the module
-// Ansible names in the args file.
+// cluster_nodes_info, flux_instance, flux_operator, flux_repo_check,
+// flux_status_info, k3s_kubeconfig, node_drain and seed_secret share
+// client-go and kustomize, so one binary serves them all at the size of the
+// largest. It runs the module Ansible names in the args file.
 package main
 
 import (

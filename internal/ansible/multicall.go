@@ -19,8 +19,8 @@ type Entry struct {
 // One binary serves several modules (the controller-side ones share
 // client-go, and one binary serves them at the size of the largest): the
 // module is the last part of _ansible_module_name in the args file (Ansible
-// sets it), else the binary's own name (a link named after the module; Ansible's remote copies
-// are named AnsiballZ_<module>).
+// sets it), else the binary's own name (a link named after the module;
+// Ansible's remote copies are named AnsiballZ_<module>).
 func MainMulti(entries map[string]Entry) {
 	out := os.Stdout
 	os.Stdout = os.Stderr

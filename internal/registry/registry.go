@@ -7,7 +7,10 @@
 // sidecar docs disagree with it.
 package registry
 
-import "slices"
+import (
+	"path/filepath"
+	"slices"
+)
 
 // Where a binary runs.
 type Where string
@@ -108,4 +111,16 @@ func BinariesRunning(where Where) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// BinaryPath is where make build puts the binary serving module for
+// platform, in the collection at root; ok is false for a module the table
+// lacks. A binary serving several modules is told which one by the args'
+// _ansible_module_name, as Ansible sends it.
+func BinaryPath(root, module, platform string) (path string, ok bool) {
+	i := slices.IndexFunc(Modules, func(m Module) bool { return m.Name == module })
+	if i < 0 {
+		return "", false
+	}
+	return filepath.Join(root, "plugins", "bin", platform, Modules[i].Binary), true
 }

@@ -15,18 +15,9 @@ func Makefile() string {
 	fmt.Fprintf(&b, "# %s\n", generated)
 	b.WriteString("# Node binaries: copied to the hosts, small, for every CPU of a homelab's nodes.\n")
 	fmt.Fprintf(&b, "NODE_MODULES := %s\n", strings.Join(BinariesRunning(Node), " "))
-	b.WriteString("# Node modules served by another module's binary: <module>=<binary>.\n")
-	var served []string
-	for _, m := range Modules {
-		if bin, _ := BinaryNamed(m.Binary); bin.Runs == Node && m.Binary != m.Name {
-			served = append(served, m.Name+"="+m.Binary)
-		}
-	}
-	fmt.Fprintf(&b, "NODE_SERVED := %s\n", strings.Join(served, " "))
 	node, _ := BinaryNamed("k3s_node")
-	fmt.Fprintf(&b, "NODE_PLATFORMS := %s\n", strings.Join(without(node.Platforms, "linux_amd64"), " "))
-	b.WriteString("# Controller-side modules: one binary serves them all.\n")
-	fmt.Fprintf(&b, "CONTROLLER_MODULES := %s\n", strings.Join(modulesOf(ControllerBinary), " "))
+	fmt.Fprintf(&b, "NODE_PLATFORMS := %s\n", strings.Join(node.Platforms, " "))
+	b.WriteString("# The controller binary, which serves every controller-side module.\n")
 	controller, _ := BinaryNamed(ControllerBinary)
 	fmt.Fprintf(&b, "CONTROLLER_PLATFORMS := %s\n", strings.Join(controller.Platforms, " "))
 	return b.String()
@@ -100,17 +91,13 @@ func RuntimeYAML() string {
 	return b.String()
 }
 
-// modulesOf are the names of the modules binary serves, in the table's order.
-func modulesOf(binary string) []string {
-	var out []string
-	for _, m := range Modules {
-		if m.Binary == binary {
-			out = append(out, m.Name)
-		}
+// Stub is plugins/modules/<module>: what Ansible finds as the module, for
+// its docs (the sidecar <module>.yml beside it) and its action plugin,
+// which sends the module's binary for the host's platform instead.
+func Stub(m Module) string {
+	runs := "the host, built for its OS and CPU."
+	if m.Binary == ControllerBinary {
+		runs = "the controller, built for its OS and CPU\n# (fetched from the release on first use)."
 	}
-	return out
-}
-
-func without(list []string, drop string) []string {
-	return slices.DeleteFunc(slices.Clone(list), func(s string) bool { return s == drop })
+	return fmt.Sprintf("# %s\n# gitops.k3s_flux.%s is a Go binary: its action plugin runs\n# plugins/bin/<os>_<arch>/%s on %s\n", generated, m.Name, m.Binary, runs)
 }

@@ -2,18 +2,18 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Runs a Go binary module built for the target's OS and CPU (on the controller only).
 
-Ansible would copy plugins/modules/<name> (built for linux/amd64) to every host. The action
-plugins of the modules derive from BinaryModuleAction instead, which asks each host `uname -sm`
-once (cached for the play as the fact gitops_k3s_flux_platform; with pipelining, in the host's
-first module command) and sends the binary built for that platform:
-plugins/bin/<os>_<arch>/<name> for a node module, or for a controller-side module the one binary
-that serves them all, plugins/bin/<os>_<arch>/controller. A platform with no binary fails naming
-it.
+Each module is a stub in plugins/modules (beside its sidecar docs), so that Ansible finds it and
+ansible-doc reads text. The action plugins of the modules derive from BinaryModuleAction, which
+asks each host `uname -sm` once (cached for the play as the fact gitops_k3s_flux_platform; with
+pipelining, in the host's first module command) and sends the binary that serves the module
+(plugin_utils/registry.py), built for that platform: plugins/bin/<os>_<arch>/<binary>, for a
+controller-side module the one binary that serves them all, plugins/bin/<os>_<arch>/controller.
+A platform with no binary fails naming it.
 
 A release's collection tarball carries the node binaries but not the controller binary (Galaxy
-takes 20 MB; four platforms of it weigh about 45 MB compressed). Its controller-side modules are
-stubs in plugins/modules; the first task that needs the controller binary for a platform fetches
-gitops-k3s_flux-<version>-controller-<platform>.xz from the release (the variable
+takes 20 MB; four platforms of it weigh about 45 MB compressed): the first task that needs the
+controller binary for a platform fetches gitops-k3s_flux-<version>-controller-<platform>.xz from
+the release (the variable
 gitops_k3s_flux_release_url or the environment's GITOPS_K3S_FLUX_RELEASE_URL, a URL or file://
 directory; else the GitHub release of this version), unpacks it into the controller's
 ~/.cache/gitops.k3s_flux/controller/<platform>, and keeps it only if its sha256 is the one
@@ -112,12 +112,9 @@ CONTROLLER_ENV = "GOGC=off GOMEMLIMIT=128MiB"
 
 def binary_path(root, name, platform, multicall=None):
     """Where the binary of module name for platform is in the collection at root; multicall names
-    the binary that serves several modules (the controller binary, or a node module's binary
-    that serves another too: k3s_config serves k3s_registries)."""
-    binary = multicall or name
-    if platform == "linux_amd64" and binary != CONTROLLER:
-        return os.path.join(root, "plugins", "modules", binary)
-    return os.path.join(root, "plugins", "bin", platform, binary)
+    the binary that serves it when that is not its own (the controller binary, or a node binary
+    that serves several modules: k3s_config serves k3s_registries)."""
+    return os.path.join(root, "plugins", "bin", platform, multicall or name)
 
 
 def expected_sha256(root, rel):
@@ -516,7 +513,7 @@ class BinaryModuleAction(ActionBase):
             return configured
         with open(self._binary(module_name.split(".")[-1])[0], "rb") as f:
             data = f.read()
-        # A binary, whatever is in plugins/modules (a release's controller-side modules are stubs).
+        # The binary, not plugins/modules' stub.
         if len(configured) == 4:  # ansible-core < 2.19: (style, shebang, data, path)
             return "binary", None, data, f.name
         built = configured[0]  # ansible-core 2.19: (_BuiltModule, path)

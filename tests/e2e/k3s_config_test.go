@@ -122,7 +122,7 @@ func nodeConfig(node2Zone, misspelt string) map[string]any {
 
 func TestK3sConfigOverSSH(t *testing.T) {
 	c := installCollection(t)
-	bin := filepath.Join(c.root, "plugins", "modules", "k3s_config")
+	bin := filepath.Join(c.root, "plugins", "bin", "linux_amd64", "k3s_config")
 	info, err := os.Stat(bin)
 	require.NoError(t, err)
 	assert.Less(t, info.Size(), int64(7<<19), "the node-side binary stays under 3.5 MB (a YAML parser, for the diff of a hand-edited file, is 0.35 MB of it)")

@@ -7,14 +7,26 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/gitops-k3s-flux/k3s_flux/internal/registry"
 	"github.com/gitops-k3s-flux/k3s_flux/tests/bed"
 )
+
+// moduleNames are the collection's modules (internal/registry), sorted.
+func moduleNames() []string {
+	var names []string
+	for _, m := range registry.Modules {
+		names = append(names, m.Name)
+	}
+	slices.Sort(names)
+	return names
+}
 
 // TestRelease is the release a user installs (every e2e test runs on it):
 // a tarball Galaxy takes, with the node binaries for every platform and no
@@ -40,8 +52,25 @@ func TestRelease(t *testing.T) {
 	root := filepath.Join(c.path, "ansible_collections", "gitops", "k3s_flux")
 	controllers, _ := filepath.Glob(filepath.Join(root, "plugins", "bin", "*", "controller"))
 	assert.Empty(t, controllers, "no controller binary in the tarball")
-	for _, node := range []string{"plugins/modules/k3s_node", "plugins/bin/linux_arm64/k3s_node", "plugins/bin/linux_arm/k3s_node"} {
+	for _, node := range []string{"plugins/bin/linux_amd64/k3s_node", "plugins/bin/linux_arm64/k3s_node", "plugins/bin/linux_arm/k3s_node"} {
 		assert.FileExists(t, filepath.Join(root, node))
+	}
+	// ansible-doc -l lists every module, without a warning: installed from the release, and from
+	// the source tree (what make collection packs).
+	source := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(source, "ansible_collections", "gitops"), 0o755))
+	require.NoError(t, os.Symlink(c.root, filepath.Join(source, "ansible_collections", "gitops", "k3s_flux")))
+	for from, env := range map[string][]string{"the release": c.env(t), "the source tree": append(c.env(t), "ANSIBLE_COLLECTIONS_PATH="+source)} {
+		doc := exec.Command("ansible-doc", "-l", "gitops.k3s_flux")
+		doc.Env = env
+		out, err := doc.CombinedOutput()
+		require.NoError(t, err, "ansible-doc -l from %s: %s", from, out)
+		assert.NotContains(t, string(out), "WARNING", from)
+		var listed []string
+		for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			listed = append(listed, strings.TrimPrefix(strings.Fields(line)[0], "gitops.k3s_flux."))
+		}
+		assert.Equal(t, moduleNames(), listed, "ansible-doc -l from %s", from)
 	}
 
 	// A play on the controller: flux_status_info with a kubeconfig that is not

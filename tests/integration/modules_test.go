@@ -4,6 +4,7 @@ package integration
 
 import (
 	"encoding/json"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,29 +13,34 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible/ansibletest"
+	"github.com/gitops-k3s-flux/k3s_flux/internal/registry"
 )
 
 // builtModules runs the module binaries as Ansible does (`<binary>
-// <args-file>`), built by `make build`.
+// <args-file>`, the module named in the args), built by `make build`.
 type builtModules struct {
-	t   *testing.T
-	dir string
+	t    *testing.T
+	root string
 }
 
 func modules(t *testing.T) builtModules {
 	root := ansibletest.RepoRoot(t)
 	out, err := exec.Command("make", "-C", root, "build").CombinedOutput()
 	require.NoError(t, err, "make build: %s", out)
-	return builtModules{t: t, dir: filepath.Join(root, "plugins", "modules")}
+	return builtModules{t: t, root: root}
 }
 
 func (m builtModules) run(module string, args map[string]any) (map[string]any, int, string) {
 	m.t.Helper()
+	bin, ok := registry.BinaryPath(m.root, module, "linux_amd64")
+	require.True(m.t, ok, "no module %s", module)
 	path := filepath.Join(m.t.TempDir(), "args")
-	raw, err := json.Marshal(args)
+	withName := map[string]any{"_ansible_module_name": module}
+	maps.Copy(withName, args)
+	raw, err := json.Marshal(withName)
 	require.NoError(m.t, err)
 	require.NoError(m.t, os.WriteFile(path, raw, 0o600))
-	cmd := exec.Command(filepath.Join(m.dir, module), path)
+	cmd := exec.Command(bin, path)
 	out, err := cmd.Output()
 	code := 0
 	if exit, ok := err.(*exec.ExitError); ok {

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # make release: the collection tarball Galaxy takes (at most $2 MB) into $1, beside the controller
 # binaries of the platforms named after it, xz-compressed. The tarball holds the tracked files, the node
-# binaries for every platform and plugins/bin/SHA256SUMS; each controller-side module is a stub
-# there, and its action plugin fetches the controller binary for the controller's platform from
+# binaries for every platform and plugins/bin/SHA256SUMS but not the controller binary: a
+# controller-side module's action plugin fetches the controller binary for the controller's platform from
 # the release on first use, checked against SHA256SUMS (plugins/plugin_utils/binary_module.py).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -34,17 +34,8 @@ stage="$(mktemp -d)"
 trap 'rm -rf "$stage"' EXIT
 
 git ls-files -z | tar --null -T - -cf - | tar -C "$stage" -xf -
-# The build's outputs the tarball carries: the node binaries (plugins/modules/<name> is
-# linux/amd64's) and the sums; a controller-side module's link to its binary becomes a stub.
-for f in plugins/modules/*; do
-  case "$f" in *.yml) continue ;; esac
-  if [ -L "$f" ]; then
-    printf '%s\n' "gitops.k3s_flux: $(basename "$f") runs as the controller binary for the controller's OS and CPU," \
-      "which its action plugin fetches from the release on first use (see README.md, Install)." >"$stage/$f"
-  else
-    cp -p "$f" "$stage/$f"
-  fi
-done
+# The build's outputs the tarball carries: the node binaries of every platform and the sums (the
+# modules themselves are the tracked stubs in plugins/modules).
 for d in plugins/bin/*/; do
   for f in "$d"*; do
     [ "$(basename "$f")" = controller ] || { mkdir -p "$stage/$d" && cp -p "$f" "$stage/$f"; }

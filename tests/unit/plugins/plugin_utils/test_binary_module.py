@@ -67,12 +67,12 @@ class PlatformOf(unittest.TestCase):
 
 class BinaryPath(unittest.TestCase):
     def test_paths(self):
-        self.assertEqual(binary_path("/c", "k3s_node", "linux_amd64"), "/c/plugins/modules/k3s_node")
+        self.assertEqual(binary_path("/c", "k3s_node", "linux_amd64"), "/c/plugins/bin/linux_amd64/k3s_node")
         self.assertEqual(binary_path("/c", "k3s_node", "linux_arm64"), "/c/plugins/bin/linux_arm64/k3s_node")
         self.assertEqual(binary_path("/c", "flux_operator", "linux_amd64", "controller"), "/c/plugins/bin/linux_amd64/controller")
         self.assertEqual(binary_path("/c", "seed_secret", "darwin_arm64", "controller"), "/c/plugins/bin/darwin_arm64/controller")
         # A node module served by another's binary: that binary, where each platform keeps it.
-        self.assertEqual(binary_path("/c", "k3s_registries", "linux_amd64", "k3s_config"), "/c/plugins/modules/k3s_config")
+        self.assertEqual(binary_path("/c", "k3s_registries", "linux_amd64", "k3s_config"), "/c/plugins/bin/linux_amd64/k3s_config")
         self.assertEqual(binary_path("/c", "k3s_registries", "linux_arm", "k3s_config"), "/c/plugins/bin/linux_arm/k3s_config")
 
     def test_collection_root(self):
