@@ -17,14 +17,15 @@ import (
 
 	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible"
 	"github.com/gitops-k3s-flux/k3s_flux/internal/atomicfile"
+	"github.com/gitops-k3s-flux/k3s_flux/internal/k3spaths"
 )
 
 // DefaultPath is where k3s reads its config.
-const DefaultPath = "/etc/rancher/k3s/config.yaml"
+const DefaultPath = k3spaths.Config
 
 // NodeIDFile is where k3s keeps the suffix with-node-id adds to the node
 // name, made at its first start (a variable for the tests).
-var NodeIDFile = "/etc/rancher/node/id"
+var NodeIDFile = k3spaths.NodeID
 
 // Module is k3s_config: config.yaml from a dict of flags plus the keys it owns.
 var Module = &ansible.Module{
@@ -247,11 +248,7 @@ func nodeName(config map[string]any, hostname func() (string, error), nodeID fun
 
 // readNodeID is the id in NodeIDFile, "" when there is none.
 func readNodeID() string {
-	raw, err := os.ReadFile(NodeIDFile)
-	if err != nil {
-		return ""
-	}
-	return strings.TrimSpace(string(raw))
+	return k3spaths.ReadNodeID(NodeIDFile)
 }
 
 // secretConfigValues lists the values of the secret flags in a raw config

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible"
+	"github.com/gitops-k3s-flux/k3s_flux/internal/k3spaths"
 )
 
 // Paths are where k3s lives on a node; the tests point them at a temporary
@@ -39,16 +40,12 @@ type Paths struct {
 }
 
 // DefaultPaths are k3s's own defaults.
-var DefaultPaths = Paths{BinDir: "/usr/local/bin", DataDir: "/var/lib/rancher/k3s", Kubeconfig: "/etc/rancher/k3s/k3s.yaml", NodeID: "/etc/rancher/node/id", UnitDir: "/etc/systemd/system"}
+var DefaultPaths = Paths{BinDir: k3spaths.BinDir, DataDir: k3spaths.DataDir, Kubeconfig: k3spaths.Kubeconfig, NodeID: k3spaths.NodeID, UnitDir: k3spaths.UnitDir}
 
 // NodeID is the suffix k3s adds to the node name with with-node-id, "" when
 // it made none (it does at its first start with that flag).
 func NodeID(where Paths) string {
-	raw, err := os.ReadFile(where.NodeID)
-	if err != nil {
-		return ""
-	}
-	return strings.TrimSpace(string(raw))
+	return k3spaths.ReadNodeID(where.NodeID)
 }
 
 // With binds a node module's logic to the node it runs on, the real one

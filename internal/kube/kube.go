@@ -42,6 +42,13 @@ var (
 // FluxInstance.
 const FluxInstanceName = "flux"
 
+// The FluxInstance resource, as the Flux Operator's CRD defines it.
+const (
+	FluxInstanceKind       = "FluxInstance"
+	FluxInstanceAPIVersion = "fluxcd.controlplane.io/v1"
+	FluxInstanceCRD        = "fluxinstances.fluxcd.controlplane.io"
+)
+
 // ConnectionOptions are the options every cluster module takes, named as
 // in kubernetes.core.
 func ConnectionOptions() []ansible.Option {

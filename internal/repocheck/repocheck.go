@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gitops-k3s-flux/k3s_flux/internal/fluxsource"
+	"github.com/gitops-k3s-flux/k3s_flux/internal/kube"
 )
 
 // Options says what to check.
@@ -84,8 +85,8 @@ func readInstance(raw []byte, file string) (sync, error) {
 		return sync{}, fmt.Errorf("%s: not YAML: %w", file, err)
 	}
 	u := unstructured.Unstructured{Object: obj}
-	if u.GetKind() != "FluxInstance" {
-		return sync{}, fmt.Errorf("%s: kind is %q, expected FluxInstance", file, u.GetKind())
+	if u.GetKind() != kube.FluxInstanceKind {
+		return sync{}, fmt.Errorf("%s: kind is %q, expected %s", file, u.GetKind(), kube.FluxInstanceKind)
 	}
 	s := sync{namespace: u.GetNamespace()}
 	if s.namespace == "" {
@@ -264,7 +265,7 @@ func (b *builder) build(ks unstructured.Unstructured) {
 	}
 	b.report.Kustomizations = append(b.report.Kustomizations, Checked{Name: id, Path: rel, Resources: resources.Size()})
 	for _, res := range resources.Resources() {
-		if res.GetKind() == "FluxInstance" && strings.HasPrefix(res.GetApiVersion(), "fluxcd.controlplane.io/") {
+		if res.GetKind() == kube.FluxInstanceKind && strings.HasPrefix(res.GetApiVersion(), kube.FluxInstanceGVR.Group+"/") {
 			b.report.Problems = append(b.report.Problems, b.instanceInPath(id, rel, res.GetNamespace()+"/"+res.GetName()))
 		}
 		if (res.GetKind() == "ConfigMap" || res.GetKind() == "Secret") && res.GetApiVersion() == "v1" {

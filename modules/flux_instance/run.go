@@ -20,10 +20,10 @@ import (
 )
 
 const (
-	apiVersion   = "fluxcd.controlplane.io/v1"
-	instanceKind = "FluxInstance"
+	apiVersion   = kube.FluxInstanceAPIVersion
+	instanceKind = kube.FluxInstanceKind
 	instanceName = kube.FluxInstanceName
-	crdName      = "fluxinstances.fluxcd.controlplane.io"
+	crdName      = kube.FluxInstanceCRD
 )
 
 var (

@@ -31,6 +31,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 
 	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible"
@@ -202,18 +203,6 @@ func newHelm(a args, tmpDir string, noCluster bool) (*helm, error) {
 	settings.RepositoryCache = home + "/repository"
 	settings.RepositoryConfig = home + "/repositories.yaml"
 	settings.RegistryConfig = home + "/registry.json"
-	flags := genericclioptions.NewConfigFlags(false)
-	flags.KubeConfig, flags.Context, flags.Namespace = &a.Kubeconfig, &a.Context, &a.ReleaseNamespace
-	if a.ValidateCerts != nil && !*a.ValidateCerts {
-		insecure := true
-		flags.Insecure = &insecure
-	}
-	if a.CACert != "" {
-		flags.CAFile = &a.CACert
-	}
-	if a.Kubeconfig == "" {
-		flags.KubeConfig = nil
-	}
 	client, err := registryClient(a, settings.RegistryConfig)
 	if err != nil {
 		return nil, err
@@ -226,14 +215,23 @@ func newHelm(a args, tmpDir string, noCluster bool) (*helm, error) {
 		cfg.Log = func(string, ...any) {}
 		return &helm{cfg: cfg, settings: settings, home: home}, nil
 	}
-	if err := cfg.Init(flags, a.ReleaseNamespace, "secret", func(string, ...any) {}); err != nil {
-		return nil, fmt.Errorf("configure Helm: %w", err)
-	}
-	cfg.RegistryClient = client
 	clients, err := a.Connection.NewClients()
 	if err != nil {
 		return nil, err
 	}
+	// One connection: Helm's clients use the module's client configuration
+	// (TLS options, host, QPS, user agent); its flags only load the same
+	// kubeconfig first and name the namespace.
+	flags := genericclioptions.NewConfigFlags(false)
+	flags.KubeConfig, flags.Context, flags.Namespace = &a.Kubeconfig, &a.Context, &a.ReleaseNamespace
+	if a.Kubeconfig == "" {
+		flags.KubeConfig = nil
+	}
+	flags.WrapConfigFn = func(*rest.Config) *rest.Config { return rest.CopyConfig(clients.Config) }
+	if err := cfg.Init(flags, a.ReleaseNamespace, "secret", func(string, ...any) {}); err != nil {
+		return nil, fmt.Errorf("configure Helm: %w", err)
+	}
+	cfg.RegistryClient = client
 	if hc, ok := cfg.KubeClient.(*helmkube.Client); ok {
 		cfg.KubeClient = &fastWaitClient{Client: hc, typed: clients.Typed}
 	}

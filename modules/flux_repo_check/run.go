@@ -9,8 +9,8 @@ import (
 	"strings"
 
 	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible"
+	"github.com/gitops-k3s-flux/k3s_flux/internal/knownhosts"
 	"github.com/gitops-k3s-flux/k3s_flux/internal/repocheck"
-	seedsecret "github.com/gitops-k3s-flux/k3s_flux/modules/seed_secret"
 )
 
 type args struct {
@@ -59,7 +59,7 @@ func run(_ context.Context, req *ansible.Request) (*ansible.Result, error) {
 	}
 	o := repocheck.Options{Root: a.Path, Instance: raw, InstanceFile: a.Instance, Secrets: a.Secrets, ConfigMaps: a.ConfigMaps, CacheDir: cacheDir()}
 	if a.KnownHosts != nil {
-		o.KnownHosts = seedsecret.GitHubHosts // what seed_secret writes for "github"
+		o.KnownHosts = knownhosts.GitHubHosts // what seed_secret writes for "github"
 		if *a.KnownHosts != "github" {
 			o.KnownHosts = repocheck.HostsOf(*a.KnownHosts)
 		}

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible"
+	"github.com/gitops-k3s-flux/k3s_flux/internal/knownhosts"
 	"github.com/gitops-k3s-flux/k3s_flux/internal/kube"
 )
 
@@ -291,9 +292,9 @@ func secretData(req *ansible.Request, s secretSpec) (map[string][]byte, []string
 		var warnings []string
 		var err error
 		if k.KnownHosts == "github" {
-			knownHosts, warnings, err = githubKnownHosts(k.GitHubMetaFile)
+			knownHosts, warnings, err = knownhosts.GitHub(k.GitHubMetaFile)
 		} else {
-			knownHosts, err = checkKnownHosts(k.KnownHosts)
+			knownHosts, err = knownhosts.Check(k.KnownHosts)
 		}
 		if err != nil {
 			return nil, nil, fmt.Errorf("git_deploy_key.known_hosts: %w", err)

@@ -1,4 +1,8 @@
-package seedsecret
+// Package knownhosts is the SSH host keys the collection trusts: GitHub's,
+// pinned with their published fingerprints, and a user's known_hosts text
+// checked line by line. seed_secret writes them into Flux's Secrets;
+// flux_repo_check reads which hosts they are for.
+package knownhosts
 
 import (
 	"bufio"
@@ -56,10 +60,10 @@ func fingerprintOf(blob string) (string, error) {
 	return base64.RawStdEncoding.EncodeToString(sum[:]), nil
 }
 
-// githubKnownHosts renders known_hosts for github.com from the built-in
+// GitHub renders known_hosts for github.com from the built-in
 // keys, or from a saved copy of GitHub's meta API answer, checking every
 // key against its published fingerprint. Warnings name keys left out.
-func githubKnownHosts(metaFile string) (string, []string, error) {
+func GitHub(metaFile string) (string, []string, error) {
 	keys := githubHostKeys
 	var warnings []string
 	if metaFile != "" {
@@ -143,9 +147,9 @@ func sortKeys(keys []hostKey) {
 	}
 }
 
-// checkKnownHosts accepts a known_hosts text given as is, after every line
+// Check accepts a known_hosts text given as is, after every line
 // parses as OpenSSH known_hosts.
-func checkKnownHosts(text string) (string, error) {
+func Check(text string) (string, error) {
 	scanner := bufio.NewScanner(strings.NewReader(text))
 	n, lines := 0, 0
 	for scanner.Scan() {
