@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 
 from ansible.errors import AnsibleActionFail
+from ansible_collections.gitops.k3s_flux.plugins.plugin_utils import ansible_private
 from ansible_collections.gitops.k3s_flux.plugins.plugin_utils.binary_module import BinaryModuleAction
 
 AIRGAP_FILES = ("airgap_binary", "airgap_script", "airgap_images")
@@ -36,7 +37,7 @@ class ActionModule(BinaryModuleAction):
             result.update(self._install(dict(self._task.args), task_vars))
             return result
         finally:
-            self._remove_tmp_path(self._connection._shell.tmpdir)
+            self._remove_tmp_path(ansible_private.shell_tmpdir(self))
 
     def _install(self, args, task_vars):
         """The k3s_node module's result; for an airgap install from the controller, its second
@@ -44,7 +45,7 @@ class ActionModule(BinaryModuleAction):
         result = self._execute_module(module_name=MODULE, module_args=args, task_vars=task_vars)
         if not result.get("airgap_transfer_needed") or args.get("remote_src"):
             return result
-        tmpdir = self._connection._shell.tmpdir or self._make_tmp_path()
+        tmpdir = ansible_private.shell_tmpdir(self) or self._make_tmp_path()
         staged = dict(args, remote_src=True)
         for option in AIRGAP_FILES:
             if not args.get(option):
@@ -53,7 +54,7 @@ class ActionModule(BinaryModuleAction):
                 local = self._find_needle("files", args[option])
             except AnsibleActionFail as e:
                 raise AnsibleActionFail("%s: %s" % (option, e.message))
-            remote = self._connection._shell.join_path(tmpdir, "airgap-" + os.path.basename(local))
+            remote = ansible_private.join_remote(self, tmpdir, "airgap-" + os.path.basename(local))
             self._transfer_file(local, remote)
             staged[option] = remote
         # The module file and its args, when Ansible sends them, are put in tmpdir again;

@@ -20,6 +20,7 @@ from __future__ import annotations
 import time
 
 from ansible.module_utils.parsing.convert_bool import boolean
+from ansible_collections.gitops.k3s_flux.plugins.plugin_utils import ansible_private
 from ansible_collections.gitops.k3s_flux.plugins.plugin_utils.binary_module import BinaryModuleAction
 
 SECRETS = ("token", "kubeconfig")
@@ -79,8 +80,7 @@ def add_finding(result, finding, preflight):
 class ActionModule(BinaryModuleAction):
     def run(self, tmp=None, task_vars=None):
         if asks_for_secrets(self._task.args):
-            # The connection has its own copy of the play context: its no_log censors -vvv.
-            self._connection._play_context.no_log = True
+            ansible_private.censor_connection(self)
         before = time.time()
         result = super().run(tmp, task_vars)
         after = time.time()

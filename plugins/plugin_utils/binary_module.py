@@ -30,7 +30,6 @@ Ansible's own way: binary and args file copied into a temporary directory for ev
 
 from __future__ import annotations
 
-import dataclasses
 import fcntl
 import hashlib
 import json
@@ -42,18 +41,11 @@ import tempfile
 # Before Ansible's imports: its collection loader, which they set up, would not find this one
 # where the unit tests import the collection from a plain path.
 from ansible_collections.gitops.k3s_flux.plugins.plugin_utils.registry import BINARY, CONTROLLER
+from ansible_collections.gitops.k3s_flux.plugins.plugin_utils import ansible_private
 from ansible.errors import AnsibleActionFail, AnsibleConnectionFailure
 from ansible.module_utils.urls import open_url
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
-from ansible.vars.clean import remove_internal_keys
-
-try:  # ansible-core 2.19: args and results go through a binary module's serialization profile
-    from ansible.module_utils.common.json import Direction, get_module_encoder
-
-    PROFILE = "legacy"
-except ImportError:  # ansible-core < 2.19: plain JSON
-    PROFILE = None
 
 display = Display()
 
@@ -407,7 +399,7 @@ class BinaryModuleAction(ActionBase):
 
     def _pipelined(self, wrap_async=False):
         """Whether the module runs as one pipelined command (_execute_kept)."""
-        return not (wrap_async or self._task.async_val) and self._is_pipelining_enabled("new")
+        return not (wrap_async or self._task.async_val) and ansible_private.pipelining_enabled(self)
 
     def _execute_module(self, module_name=None, module_args=None, tmp=None, task_vars=None, persist_files=False, delete_remote_tmp=None,
                         wrap_async=False, **kwargs):
@@ -423,10 +415,9 @@ class BinaryModuleAction(ActionBase):
         second that first sends the binary when the host has not got this build."""
         name = module_name.split(".")[-1]
         binary = self._multicall(name) or name
-        self._update_module_args(module_name, module_args, task_vars)
-        encoder = get_module_encoder(PROFILE, Direction.CONTROLLER_TO_MODULE) if PROFILE else None
-        in_data = json.dumps(module_args, cls=encoder).encode()
-        env = self._compute_environment_string()
+        ansible_private.update_module_args(self, module_name, module_args, task_vars)
+        in_data = ansible_private.encode_args(module_args)
+        env = ansible_private.environment_string(self)
         if binary == CONTROLLER:
             env = (env + " " + CONTROLLER_ENV).strip()
 
@@ -456,14 +447,12 @@ class BinaryModuleAction(ActionBase):
             if res.get("rc") == 0 and res.get("stdout", "").strip() == MISSING:
                 path, sha256 = self._binary(name)
                 kept = cached_name(binary, sha256)
-                tmpdir = self._connection._shell.tmpdir or self._make_tmp_path()
-                upload = self._connection._shell.join_path(tmpdir, kept)
+                tmpdir = ansible_private.shell_tmpdir(self) or self._make_tmp_path()
+                upload = ansible_private.join_remote(self, tmpdir, kept)
                 self._transfer_file(path, upload)
                 self._fixup_perms2([tmpdir, upload])
                 res = run(run_script(binary, kept, upload))
-        data = self._parse_returned_data(res, PROFILE) if PROFILE else self._parse_returned_data(res)
-        data.pop("_ansible_suppress_tmpdir_delete", None)
-        remove_internal_keys(data)
+        data = ansible_private.parse_result(self, res)
         if facts:
             data.setdefault("ansible_facts", {}).update(facts)
         return data
@@ -514,7 +503,4 @@ class BinaryModuleAction(ActionBase):
         with open(self._binary(module_name.split(".")[-1])[0], "rb") as f:
             data = f.read()
         # The binary, not plugins/modules' stub.
-        if len(configured) == 4:  # ansible-core < 2.19: (style, shebang, data, path)
-            return "binary", None, data, f.name
-        built = configured[0]  # ansible-core 2.19: (_BuiltModule, path)
-        return dataclasses.replace(built, b_module_data=data, module_style="binary", shebang=None), f.name
+        return ansible_private.with_binary(configured, data, f.name)
