@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -206,30 +207,48 @@ func invoke(ctx context.Context, m *Module, raw map[string]any, readErr error, r
 	return result, nil
 }
 
-// Call runs module m in this process, as a step of the module r belongs to
-// (k3s_node renders k3s's config with module k3s_config first: one command
-// on the node instead of two). args are m's options; r's check, diff and
-// verbosity modes apply. It returns m's result as Ansible would receive it,
-// secrets masked and with its invocation, and adds m's secrets to r's, so
-// that no part of r's result shows them either.
-func (r *Request) Call(ctx context.Context, m *Module, run RunFunc, args map[string]any) map[string]any {
+// Step is a module run in this process as a step of another's
+// (Request.RunStep): its typed result, and its failure.
+type Step struct {
+	Result   *Result  // what its run returned; never nil
+	Err      error    // why it failed: its arguments, or its run
+	Warnings []string // its validation's and its result's
+	Progress []string // its progress lines, kept as a module's own are: at -v or on failure
+}
+
+// RunStep runs module m in this process, as a step of the module r belongs
+// to (k3s_node renders k3s's config with module k3s_config first: one
+// command on the node instead of two). args are m's options, validated
+// against m's spec; r's check, diff and verbosity modes apply. m's secrets
+// join r's, so that no part of r's result shows them.
+func (r *Request) RunStep(ctx context.Context, m *Module, run RunFunc, args map[string]any) (step Step) {
 	raw := map[string]any{keyCheckMode: r.CheckMode, keyDiff: r.Diff, keyNoLog: r.NoLog, keyVerbosity: r.Verbosity, keyTmpDir: r.TmpDir}
 	for k, v := range args {
 		if !strings.HasPrefix(k, "_ansible_") {
 			raw[k] = v
 		}
 	}
-	result, secrets := invoke(ctx, m, raw, nil, run)
-	r.secrets = append(r.secrets, secrets...)
-	var buf bytes.Buffer
-	writeResult(&buf, result, secrets)
-	var out map[string]any
-	dec := json.NewDecoder(&buf)
-	dec.UseNumber()
-	if err := dec.Decode(&out); err != nil {
-		return failure("module %s: decode its result: %v", m.Name, err)
+	sub, failed, ok := prepare(m, raw)
+	// Deferred: its run may add secrets too (Request.AddSecret).
+	defer func() { r.secrets = append(r.secrets, sub.secrets...) }()
+	if !ok {
+		msg, _ := failed["msg"].(string)
+		return Step{Result: &Result{}, Err: errors.New(msg), Warnings: sub.warnings}
 	}
-	return out
+	defer func() {
+		if p := recover(); p != nil {
+			step = Step{Result: &Result{}, Err: fmt.Errorf("module %s crashed (a bug; please report it): %v", m.Name, p)}
+		}
+	}()
+	res, err := run(ctx, sub)
+	if res == nil {
+		res = &Result{}
+	}
+	step = Step{Result: res, Err: err, Warnings: append(append([]string{}, sub.warnings...), res.Warnings...)}
+	if len(sub.progress) > 0 && (sub.Verbosity > 0 || err != nil) {
+		step.Progress = sub.progress
+	}
+	return step
 }
 
 // NoLogValuesOf picks module m's secrets out of a dict of its options, as

@@ -153,17 +153,35 @@ func targetPath(a args) (string, error) {
 	return filepath.Join(a.Path+".d", name), nil
 }
 
+// Converged is what k3s_config or k3s_registries did on the node: the
+// module's result, and what module k3s_node acts on, typed.
+type Converged struct {
+	Result *ansible.Result
+	// RestartNeeded says the content k3s reads changed.
+	RestartNeeded bool
+	// NodeName is the name k3s registers the node under (k3s_config with
+	// state present; "" when unknown).
+	NodeName string
+}
+
 // Run is k3s_config's body.
-func Run(_ context.Context, req *ansible.Request) (*ansible.Result, error) {
+func Run(ctx context.Context, req *ansible.Request) (*ansible.Result, error) {
+	c, err := Converge(ctx, req)
+	return c.Result, err
+}
+
+// Converge is k3s_config's body, its outcome typed.
+func Converge(_ context.Context, req *ansible.Request) (Converged, error) {
 	var a args
 	if err := req.Decode(&a); err != nil {
-		return nil, err
+		return Converged{}, err
 	}
 	path, err := targetPath(a)
 	if err != nil {
-		return nil, err
+		return Converged{}, err
 	}
 	res := &ansible.Result{}
+	c := Converged{Result: res}
 	res.Set("path", path)
 	res.Set("restart_needed", false)
 
@@ -171,27 +189,28 @@ func Run(_ context.Context, req *ansible.Request) (*ansible.Result, error) {
 	if a.State == "present" {
 		content, err = render(desired{Role: a.Role, Config: a.Config, Token: a.Token, Server: a.Server, ClusterInit: a.ClusterInit})
 		if err != nil {
-			return res, err
+			return c, err
 		}
 		// Of the content without its secrets: a checksum of the token's
 		// file would let a CI log's reader test a guessed token.
 		sum := sha256.Sum256([]byte(redact(string(content))))
 		res.Set("checksum", hex.EncodeToString(sum[:]))
-		res.Set("node_name", nodeName(a.Config, os.Hostname, readNodeID))
+		c.NodeName = nodeName(a.Config, os.Hostname, readNodeID)
+		res.Set("node_name", c.NodeName)
 	}
-
-	return res, converge(req, res, path, content, a.State == "present", a.Backup, configRedactor)
+	c.RestartNeeded, err = converge(req, res, path, content, a.State == "present", a.Backup, configRedactor)
+	return c, err
 }
 
 // converge makes the file at path hold content (present) or be gone, as
 // both node file modules do: changed and restart_needed from the content
 // (a mode or owner fix alone changes nothing k3s reads), the diff through
 // redact, nothing written in check mode, a backup when asked, the write
-// atomic and 0600.
-func converge(req *ansible.Request, res *ansible.Result, path string, content []byte, present, backup bool, redact redactor) error {
+// atomic and 0600. It returns whether the content changed.
+func converge(req *ansible.Request, res *ansible.Result, path string, content []byte, present, backup bool, redact redactor) (bool, error) {
 	cur, err := readCurrent(path)
 	if err != nil {
-		return err
+		return false, err
 	}
 	contentChanged := cur.Exists
 	if present {
@@ -204,22 +223,22 @@ func converge(req *ansible.Request, res *ansible.Result, path string, content []
 		res.Diff = []ansible.Diff{{Before: before, After: after, BeforeHeader: path, AfterHeader: path}}
 	}
 	if !res.Changed || req.CheckMode {
-		return nil
+		return contentChanged, nil
 	}
 	if contentChanged && cur.Exists && backup {
 		name, err := atomicfile.Backup(path, cur.Content, fileMode)
 		if err != nil {
-			return err
+			return contentChanged, err
 		}
 		res.Set("backup_file", name)
 	}
 	switch {
 	case !present:
-		return remove(path)
+		return contentChanged, remove(path)
 	case contentChanged:
-		return atomicfile.Write(path, bytes.NewReader(content), fileMode)
+		return contentChanged, atomicfile.Write(path, bytes.NewReader(content), fileMode)
 	default:
-		return fixPermissions(path)
+		return contentChanged, fixPermissions(path)
 	}
 }
 

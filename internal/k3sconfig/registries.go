@@ -501,12 +501,19 @@ func splitKey(line string) (key, rest string, ok bool) {
 }
 
 // RunRegistries is k3s_registries' body.
-func RunRegistries(_ context.Context, req *ansible.Request) (*ansible.Result, error) {
+func RunRegistries(ctx context.Context, req *ansible.Request) (*ansible.Result, error) {
+	c, err := ConvergeRegistries(ctx, req)
+	return c.Result, err
+}
+
+// ConvergeRegistries is k3s_registries' body, its outcome typed.
+func ConvergeRegistries(_ context.Context, req *ansible.Request) (Converged, error) {
 	var a registriesArgs
 	if err := req.Decode(&a); err != nil {
-		return nil, err
+		return Converged{}, err
 	}
 	res := &ansible.Result{}
+	c := Converged{Result: res}
 	res.Set("path", a.Path)
 	res.Set("restart_needed", false)
 	var content []byte
@@ -516,7 +523,7 @@ func RunRegistries(_ context.Context, req *ansible.Request) (*ansible.Result, er
 		var err error
 		doc, files, err = validateRegistries(a.Mirrors, a.Configs, tlsDir(a.Path))
 		if err != nil {
-			return res, err
+			return c, err
 		}
 		content = renderRegistries(doc)
 		sum := sha256.Sum256([]byte(redactRegistries(string(content), func(string) string { return ansible.Redacted })))
@@ -525,15 +532,16 @@ func RunRegistries(_ context.Context, req *ansible.Request) (*ansible.Result, er
 	// The TLS files before the file that points at them.
 	tls, err := convergeTLS(req.CheckMode, tlsDir(a.Path), files)
 	if err != nil {
-		return res, err
+		return c, err
 	}
-	if err := converge(req, res, a.Path, content, a.State == "present", a.Backup, registriesRedactor); err != nil {
-		return res, err
+	if c.RestartNeeded, err = converge(req, res, a.Path, content, a.State == "present", a.Backup, registriesRedactor); err != nil {
+		return c, err
 	}
 	res.Changed = res.Changed || tls.changed
 	if tls.restart {
+		c.RestartNeeded = true
 		res.Set("restart_needed", true)
 	}
 	res.Diff = append(res.Diff, tls.diffs...)
-	return res, nil
+	return c, nil
 }

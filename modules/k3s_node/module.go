@@ -325,8 +325,7 @@ func run(ctx context.Context, req *ansible.Request, sys k3snode.System, where k3
 		if steps, failed = render(ctx, req); failed != nil {
 			res := &ansible.Result{}
 			addSteps(res, steps)
-			msg, _ := failed.result["msg"].(string)
-			return res, fmt.Errorf("%s: %s", failed.option, msg)
+			return res, fmt.Errorf("%s: %w", failed.option, failed.Err)
 		}
 		if restartNeeded(steps) {
 			a.Restart = true
@@ -575,8 +574,8 @@ func (n node) waitActive(ctx context.Context, req *ansible.Request, unit string,
 // nodeNameOf is the node name k3s_config found (its node_name), or "".
 func nodeNameOf(steps []step) string {
 	for _, s := range steps {
-		if name, ok := s.result["node_name"].(string); ok && s.option == "k3s_config" {
-			return name
+		if s.option == "k3s_config" {
+			return s.converged.NodeName
 		}
 	}
 	return ""

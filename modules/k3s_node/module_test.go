@@ -17,6 +17,7 @@ import (
 
 	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible"
 	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible/ansibletest"
+	"github.com/gitops-k3s-flux/k3s_flux/internal/k3sconfig"
 	"github.com/gitops-k3s-flux/k3s_flux/internal/k3snode"
 )
 
@@ -523,7 +524,7 @@ func TestJoinRefusal(t *testing.T) {
 	assert.Contains(t, got, "delete it (`kubectl delete node node4`: k3s deletes the Secret kube-system/node4.node-password.k3s with it)")
 	assert.Contains(t, got, "node-name or with-node-id")
 	assert.Contains(t, joinRefusal(strings.Repeat(rejected+"\n", 3), ""), "a Node <this host's node name>")
-	assert.Equal(t, "node4", nodeNameOf([]step{{option: "k3s_registries", result: map[string]any{}}, {option: "k3s_config", result: map[string]any{"node_name": "node4"}}}))
+	assert.Equal(t, "node4", nodeNameOf([]step{{option: "k3s_registries"}, {option: "k3s_config", converged: k3sconfig.Converged{NodeName: "node4"}}}))
 	assert.Empty(t, nodeNameOf(nil))
 }
 

@@ -2,7 +2,7 @@ package k3snodemodule
 
 import (
 	"context"
-	"encoding/json"
+	"maps"
 
 	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible"
 	"github.com/gitops-k3s-flux/k3s_flux/internal/k3sconfig"
@@ -12,19 +12,20 @@ import (
 // option holds their arguments: k3s's files before the service that reads
 // them.
 var renderers = []struct {
-	option string
-	module *ansible.Module
-	run    ansible.RunFunc
+	option   string
+	module   *ansible.Module
+	converge func(context.Context, *ansible.Request) (k3sconfig.Converged, error)
 }{
-	{"k3s_config", k3sconfig.Module, k3sconfig.Run},
-	{"k3s_registries", k3sconfig.RegistriesModule, k3sconfig.RunRegistries},
+	{"k3s_config", k3sconfig.Module, k3sconfig.Converge},
+	{"k3s_registries", k3sconfig.RegistriesModule, k3sconfig.ConvergeRegistries},
 }
 
-// step is one renderer's result, as Ansible would have received it from a
-// task of its own (secrets masked).
+// step is one renderer's run: its result as a task of its own would have
+// returned it, and what it did, typed.
 type step struct {
 	option string
-	result map[string]any
+	ansible.Step
+	converged k3sconfig.Converged
 }
 
 // render runs the renderers whose options are given, in this process; it
@@ -35,8 +36,14 @@ func render(ctx context.Context, req *ansible.Request) (steps []step, failed *st
 		if !ok {
 			continue
 		}
-		steps = append(steps, step{option: r.option, result: req.Call(ctx, r.module, r.run, args)})
-		if f, _ := steps[len(steps)-1].result["failed"].(bool); f {
+		s := step{option: r.option}
+		s.Step = req.RunStep(ctx, r.module, func(ctx context.Context, sub *ansible.Request) (*ansible.Result, error) {
+			c, err := r.converge(ctx, sub)
+			s.converged = c
+			return c.Result, err
+		}, args)
+		steps = append(steps, s)
+		if s.Err != nil {
 			return steps, &steps[len(steps)-1]
 		}
 	}
@@ -45,61 +52,42 @@ func render(ctx context.Context, req *ansible.Request) (steps []step, failed *st
 
 func restartNeeded(steps []step) bool {
 	for _, s := range steps {
-		if restart, _ := s.result["restart_needed"].(bool); restart {
+		if s.converged.RestartNeeded {
 			return true
 		}
 	}
 	return false
 }
 
-// addSteps puts the renderers' results into res: each under its option,
-// without the diff, warnings and invocation, which go to the task's own
-// (their diffs first; the task's invocation holds their arguments, masked).
+// addSteps puts the renderers' results into res: each under its option as
+// the module's own result would be, without the diff, warnings and
+// invocation, which go to the task's own (their diffs first; the task's
+// invocation holds their arguments, masked).
 func addSteps(res *ansible.Result, steps []step) {
 	var diffs []ansible.Diff
 	for _, s := range steps {
 		out := map[string]any{}
-		for k, v := range s.result {
-			switch k {
-			case "diff":
-				diffs = append(diffs, diffsOf(v)...)
-			case "warnings":
-				for _, w := range asList(v) {
-					if text, ok := w.(string); ok {
-						res.Warnings = append(res.Warnings, text)
-					}
-				}
-			case "invocation":
-			default:
-				out[k] = v
-			}
+		maps.Copy(out, s.Result.Values)
+		out["changed"] = s.Result.Changed
+		if s.Result.Msg != "" {
+			out["msg"] = s.Result.Msg
 		}
-		if changed, _ := s.result["changed"].(bool); changed {
+		if s.Err != nil {
+			out["failed"] = true
+			out["msg"] = s.Err.Error()
+		}
+		if len(s.Result.Deprecations) > 0 {
+			out["deprecations"] = s.Result.Deprecations
+		}
+		if len(s.Progress) > 0 {
+			out["progress"] = s.Progress
+		}
+		diffs = append(diffs, s.Result.Diff...)
+		res.Warnings = append(res.Warnings, s.Warnings...)
+		if s.Result.Changed {
 			res.Changed = true
 		}
 		res.Set(s.option, out)
 	}
 	res.Diff = append(diffs, res.Diff...)
-}
-
-// diffsOf reads a result's diff: one before/after dict, or a list of them.
-func diffsOf(v any) []ansible.Diff {
-	raw, err := json.Marshal(v)
-	if err != nil {
-		return nil
-	}
-	var many []ansible.Diff
-	if json.Unmarshal(raw, &many) == nil {
-		return many
-	}
-	var one ansible.Diff
-	if json.Unmarshal(raw, &one) == nil {
-		return []ansible.Diff{one}
-	}
-	return nil
-}
-
-func asList(v any) []any {
-	list, _ := v.([]any)
-	return list
 }
