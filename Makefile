@@ -60,7 +60,7 @@ lint: deps build ## goimports, go vet and staticcheck (every build tag), yamllin
 test-sanity: deps ## ansible-test sanity (ansible-core 2.19, --local with its pinned requirements); tests/sanity/ignore-2.19.txt says what cannot apply
 	tests/tools/sanity.sh
 
-test-unit: ## Unit tests as an unprivileged user (nobody), no test bed; each controller module at 80% coverage or more
+test-unit: ## Unit tests as an unprivileged user (nobody), no test bed; each module with logic at 80% coverage or more; the plugins' Python on ansible-core 2.14 and 2.19
 	tests/tools/unit.sh
 
 FUZZTIME ?= 30s

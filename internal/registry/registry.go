@@ -40,6 +40,10 @@ type Module struct {
 	Group string
 	// Aliases are earlier names, redirected to this one.
 	Aliases []string
+	// SharedLogic is the internal/ package holding the module's spec and
+	// logic when another module runs them too; "" for a module whose own
+	// package holds them (module.go, run.go).
+	SharedLogic string
 }
 
 // ControllerBinary is the binary that serves every controller-side module.
@@ -63,7 +67,7 @@ var Modules = []Module{
 	{Name: "flux_operator", Binary: ControllerBinary, Group: "cluster"},
 	{Name: "flux_repo_check", Binary: ControllerBinary},
 	{Name: "flux_status_info", Binary: ControllerBinary, Group: "cluster", Aliases: []string{"flux_status"}},
-	{Name: "k3s_config", Binary: "k3s_config"},
+	{Name: "k3s_config", Binary: "k3s_config", SharedLogic: "internal/k3sconfig"}, // k3s_node runs it in-process
 	{Name: "k3s_etcd_restore", Binary: "k3s_node"},
 	{Name: "k3s_etcd_snapshot", Binary: "k3s_node"},
 	{Name: "k3s_firewall", Binary: "k3s_node"},
@@ -73,7 +77,7 @@ var Modules = []Module{
 	{Name: "k3s_node_info", Binary: "k3s_node_info"},
 	{Name: "k3s_prepare", Binary: "k3s_node"},
 	{Name: "k3s_reboot", Binary: "k3s_node"},
-	{Name: "k3s_registries", Binary: "k3s_config"},
+	{Name: "k3s_registries", Binary: "k3s_config", SharedLogic: "internal/k3sconfig"}, // k3s_node runs it in-process
 	{Name: "node_drain", Binary: ControllerBinary, Group: "cluster"},
 	{Name: "seed_secret", Binary: ControllerBinary, Group: "cluster"},
 }

@@ -131,6 +131,16 @@ func TestEveryModuleHasItsParts(t *testing.T) {
 	assert.Equal(t, names, list("modules", ""), "modules/<name>")
 	assert.Equal(t, names, list("plugins/action", ".py"), "plugins/action/<name>.py")
 	assert.Equal(t, names, list("plugins/modules", ".yml"), "plugins/modules/<name>.yml")
+	for _, m := range Modules {
+		want := []string{"entry.go", "module.go", "run.go"}
+		if m.SharedLogic != "" {
+			want = []string{"entry.go"}
+			assert.DirExists(t, filepath.Join(root, m.SharedLogic), m.Name)
+		}
+		for _, file := range want {
+			assert.FileExists(t, filepath.Join(root, "modules", m.Name, file), "module %s: its spec in module.go, its plan and apply in run.go, its real clients bound in entry.go", m.Name)
+		}
+	}
 	pkg := regexp.MustCompile(`(?m)^package (\w+)$`)
 	for _, name := range names {
 		files, err := filepath.Glob(filepath.Join(root, "modules", name, "*.go"))

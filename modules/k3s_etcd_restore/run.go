@@ -23,9 +23,6 @@ type Host struct {
 	Now    func() time.Time
 }
 
-// ThisHost is the machine the binary runs on.
-var ThisHost = Host{Sys: k3snode.Real{}, BinDir: k3snode.DefaultPaths.BinDir, Now: time.Now}
-
 type args struct {
 	Step     string `json:"step"`
 	Snapshot string `json:"snapshot"`

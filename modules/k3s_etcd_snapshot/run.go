@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -16,8 +15,6 @@ import (
 	"time"
 
 	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible"
-	"github.com/gitops-k3s-flux/k3s_flux/internal/k3sconfig"
-	"github.com/gitops-k3s-flux/k3s_flux/internal/k3snode"
 )
 
 // Host is what Run needs of the node.
@@ -28,13 +25,6 @@ type Host struct {
 	// Secrets are the credential values in k3s's config files.
 	Secrets func() []string
 	Now     func() time.Time
-}
-
-// ThisHost is the machine the binary runs on.
-var ThisHost = Host{
-	K3s:     runK3s(filepath.Join(k3snode.DefaultPaths.BinDir, "k3s")),
-	Secrets: func() []string { return k3sconfig.FileSecrets(k3sconfig.DefaultPath) },
-	Now:     time.Now,
 }
 
 // Snapshot is one line of `k3s etcd-snapshot ls`.

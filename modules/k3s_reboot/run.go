@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -23,9 +22,6 @@ type Node struct {
 	// module has returned.
 	Schedule func(command []string) error
 }
-
-// ThisNode is the machine the binary runs on.
-var ThisNode = Node{ReadFile: os.ReadFile, LookPath: exec.LookPath, Schedule: scheduleDetached}
 
 // Command is how to reboot a host: systemd's systemctl where it is, else
 // the init system's reboot (OpenRC, BusyBox).

@@ -1,4 +1,4 @@
-package prepare
+package k3sprepare
 
 import (
 	"github.com/gitops-k3s-flux/k3s_flux/internal/preflight"

@@ -1,4 +1,4 @@
-package prepare
+package k3sprepare
 
 import (
 	"context"

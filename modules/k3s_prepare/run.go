@@ -1,8 +1,10 @@
-// Package prepare plans what makes a host ready for k3s where preflight
-// found it was not: the cgroup words on a Raspberry Pi's kernel command
-// line, the kernel modules loaded at boot, the forwarding sysctls kept on. Pure: the node module reads the files, asks for a plan,
-// and writes it.
-package prepare
+// Package k3sprepare is module k3s_prepare: it plans what makes a host
+// ready for k3s where preflight found it was not (the cgroup words on a
+// Raspberry Pi's kernel command line, the kernel modules loaded at boot,
+// the forwarding sysctls kept on), then carries the plan out. The plan is
+// pure: Node reads the files, asks for a plan, and writes it. Binary
+// cmd/k3s_node serves it.
+package k3sprepare
 
 import (
 	"slices"

@@ -1,0 +1,465 @@
+package k3snodemodule
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible"
+	"github.com/gitops-k3s-flux/k3s_flux/internal/k3snode"
+)
+
+// state is what the node has now.
+type state struct {
+	Version string // "" when k3s is missing
+	Unit    k3snode.UnitState
+	Other   k3snode.UnitState // the unit of the other role
+}
+
+// plan is what the task will do, decided from the state alone.
+type plan struct {
+	Service, Other string
+	StopOther      bool
+	Install        bool
+	UpgradePending bool // another, older version kept: upgrade is false
+	NewerInstalled bool // a newer version kept: allow_downgrade is false
+	Enable, Start  bool
+	Restart        bool
+}
+
+func (p plan) changed() bool {
+	return p.StopOther || p.Install || p.Enable || p.Start || p.Restart
+}
+
+func decide(a args, s state) (plan, error) {
+	p := plan{Service: k3snode.Units[a.Role], Other: k3snode.Units[otherRole(a.Role)]}
+	p.StopOther = s.Other.Loaded && (s.Other.Active || s.Other.Enabled)
+	another := s.Version != "" && s.Version != a.Version
+	newer := another && !a.AllowDowngrade && k3snode.Newer(s.Version, a.Version)
+	switch {
+	case newer && !s.Unit.Loaded:
+		return p, fmt.Errorf("k3s %s on this node is newer than version %s and its unit %s is gone: set version to %s to repair it, or allow_downgrade to install %s", s.Version, a.Version, p.Service, s.Version, a.Version)
+	case newer:
+		p.NewerInstalled = true
+	case another && !a.Upgrade && s.Unit.Loaded:
+		p.UpgradePending = true
+	default:
+		p.Install = s.Version != a.Version || !s.Unit.Loaded
+	}
+	if !p.Install {
+		p.Enable = !s.Unit.Enabled
+		p.Start = !s.Unit.Active
+		p.Restart = a.Restart && s.Unit.Active
+	}
+	return p, nil
+}
+
+func (p plan) actions(a args) []string {
+	var out []string
+	if p.StopOther {
+		out = append(out, "stop and disable "+p.Other)
+	}
+	if p.Install {
+		how := "the install script " + a.InstallScriptURL
+		if a.InstallSource == "airgap" {
+			how = "the airgap files"
+		}
+		out = append(out, fmt.Sprintf("install k3s %s as %s with %s", a.Version, p.Service, how))
+	}
+	if p.Enable {
+		out = append(out, "enable "+p.Service)
+	}
+	if p.Start {
+		out = append(out, "start "+p.Service)
+	}
+	if p.Restart {
+		out = append(out, "restart "+p.Service+" for its new config")
+	}
+	return out
+}
+
+// describe is the diff's text of a node's k3s.
+func describe(version, service string, unit k3snode.UnitState) string {
+	if version == "" {
+		version = "none"
+	}
+	return fmt.Sprintf("k3s: %s\n%s: %s\n", version, service, unit)
+}
+
+func otherRole(role string) string {
+	if role == "server" {
+		return "agent"
+	}
+	return "server"
+}
+
+func run(ctx context.Context, req *ansible.Request, sys k3snode.System, where k3snode.Paths) (*ansible.Result, error) {
+	var a args
+	if err := req.Decode(&a); err != nil {
+		return nil, err
+	}
+	where.DataDir, where.Kubeconfig = a.DataDir, a.KubeconfigPath
+	if a.State == "absent" {
+		for _, r := range renderers {
+			if req.Params[r.option] != nil {
+				return nil, fmt.Errorf("%s: only with state present (state absent removes k3s's files)", r.option)
+			}
+		}
+		return uninstall(ctx, req, sys, where)
+	}
+	if err := checkAirgapArgs(a); err != nil {
+		return nil, err
+	}
+	if err := checkBootstrapToken(req, a, where); err != nil {
+		return nil, err
+	}
+	n := node{sys: sys, where: where}
+	s, err := n.read(ctx, a.Role)
+	if err != nil {
+		return nil, err
+	}
+	p, err := decide(a, s)
+	if err != nil {
+		return nil, err
+	}
+	// The action plugin runs the module again once the files are on the node:
+	// nothing is rendered before then, so that run reports every change.
+	transfer := p.Install && a.InstallSource == "airgap" && !a.RemoteSrc && !req.CheckMode
+	var steps []step
+	if !transfer {
+		var failed *step
+		if steps, failed = render(ctx, req); failed != nil {
+			res := &ansible.Result{}
+			addSteps(res, steps)
+			return res, fmt.Errorf("%s: %w", failed.option, failed.Err)
+		}
+		if restartNeeded(steps) {
+			a.Restart = true
+			if p, err = decide(a, s); err != nil {
+				return nil, err
+			}
+		}
+	}
+	envChange, err := n.envChange(req, a, p.Service)
+	if err != nil {
+		return nil, err
+	}
+	if envChange != nil && !p.Install {
+		// systemd reads the file when the unit starts.
+		a.Restart = true
+		if p, err = decide(a, s); err != nil {
+			return nil, err
+		}
+	}
+	n.env = envChange
+	res := planResult(req, a, s, p, envChange, steps)
+	if req.CheckMode {
+		return res, nil
+	}
+	if transfer {
+		res.Changed = false
+		res.Set("airgap_transfer_needed", true)
+		return res, errors.New("k3s must be installed from airgap files that are still on the controller: run this module as a task (its action plugin copies them to the node), or set remote_src with paths on the node")
+	}
+	return res, n.apply(ctx, req, a, p, nodeNameOf(steps), res)
+}
+
+// planResult is the result of plan p for a node in state s: what changes,
+// the versions before and after (in check mode: would be), and the diff of
+// k3s, its rendered files and its environment file.
+func planResult(req *ansible.Request, a args, s state, p plan, env *envChange, steps []step) *ansible.Result {
+	after := s.Version
+	if p.Install {
+		after = a.Version
+	}
+	res := &ansible.Result{Changed: p.changed() || env != nil}
+	res.Set("previous_version", s.Version)
+	res.Set("version", after)
+	res.Set("upgrade_pending", p.UpgradePending)
+	res.Set("newer_installed", p.NewerInstalled)
+	if p.NewerInstalled {
+		req.Warn("k3s %s on this node is newer than version %s: left on it, not downgraded (allow_downgrade installs %s)", s.Version, a.Version, a.Version)
+	}
+	res.Set("service", p.Service)
+	res.Set("actions", nonNil(p.actions(a)))
+	res.Set("restart_done", false)
+	if p.changed() {
+		described := describe(after, p.Service, k3snode.UnitState{Loaded: true, Enabled: true, Active: true})
+		if p.Restart {
+			described = strings.TrimSuffix(described, "\n") + " (restarted for its new config)\n"
+		}
+		res.Diff = []ansible.Diff{{
+			Before: describe(s.Version, p.Service, s.Unit), After: described,
+			BeforeHeader: "k3s on this node", AfterHeader: "k3s on this node",
+		}}
+	}
+	addSteps(res, steps)
+	if env != nil {
+		res.Diff = append(res.Diff, ansible.Diff{Before: env.Before, After: env.After, BeforeHeader: env.Path, AfterHeader: env.Path})
+	}
+	return res
+}
+
+// apply carries plan p out, then waits for the unit (when k3s was started)
+// and, on a server asked to wait, for the API, within wait_timeout.
+func (n node) apply(ctx context.Context, req *ansible.Request, a args, p plan, nodeName string, res *ansible.Result) error {
+	// The journal from here on is this task's: what k3s says after the start.
+	n.since = time.Now().Unix()
+	if err := n.carryOut(ctx, req, a, p); err != nil {
+		return err
+	}
+	started := p.Install || p.Start || p.Restart
+	res.Set("restart_done", started)
+	// One deadline for the unit and the API: wait_timeout.
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(a.WaitTimeout)*time.Second)
+	defer cancel()
+	if started {
+		if err := n.waitActive(ctx, req, p.Service, a.WaitTimeout, nodeName); err != nil {
+			if a.Role == "server" && a.Wait {
+				res.Set("ready", false)
+			}
+			return err
+		}
+	}
+	if a.Role != "server" || !a.Wait {
+		return nil
+	}
+	err := n.waitReady(ctx, req, a)
+	res.Set("ready", err == nil)
+	return err
+}
+
+// checkBootstrapToken refuses, before anything is written, a server token
+// that k3s would refuse at its next start: another secret than the one the
+// server's datastore was bootstrapped with.
+func checkBootstrapToken(req *ansible.Request, a args, where k3snode.Paths) error {
+	cfg, _ := req.Params["k3s_config"].(map[string]any)
+	token, _ := cfg["token"].(string)
+	if a.Role != "server" || token == "" {
+		return nil
+	}
+	mismatch, err := k3snode.BootstrapTokenMismatch(where, token)
+	if err != nil || !mismatch {
+		return err
+	}
+	return fmt.Errorf("k3s_config.token is another secret than the one this server's datastore was bootstrapped with (%s): k3s would refuse to start (\"bootstrap data already found and encrypted with different token\"), so nothing was written. To change the cluster token, run `k3s token rotate --new-token <new>` on a server first, then set the new one; otherwise set the token back", k3snode.BootstrapTokenPath(where))
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// checkAirgapArgs refuses airgap options that cannot be used together with
+// the install source.
+func checkAirgapArgs(a args) error {
+	if a.InstallSource == "airgap" {
+		return nil
+	}
+	for name, v := range map[string]string{"airgap_binary": a.AirgapBinary, "airgap_script": a.AirgapScript, "airgap_images": a.AirgapImages} {
+		if v != "" {
+			return fmt.Errorf("%s is set but install_source is %s: set install_source=airgap to install from airgap files", name, a.InstallSource)
+		}
+	}
+	return nil
+}
+
+// node carries out the plan on the machine.
+type node struct {
+	sys   k3snode.System
+	where k3snode.Paths
+	since int64 // when this task started k3s, in seconds since the epoch: its journal's start
+	// env is the unit's environment file as the task leaves it, nil when
+	// the task leaves it alone.
+	env *envChange
+}
+
+// read finds the installed version and the state of both units.
+func (n node) read(ctx context.Context, role string) (s state, err error) {
+	s.Version = k3snode.Version(ctx, n.sys, n.where)
+	if s.Unit, err = k3snode.Unit(ctx, n.sys, k3snode.Units[role]); err != nil {
+		return s, err
+	}
+	s.Other, err = k3snode.Unit(ctx, n.sys, k3snode.Units[otherRole(role)])
+	return s, err
+}
+
+func (n node) systemctl(ctx context.Context, verb, unit string, flags ...string) error {
+	args := append(append([]string{verb}, flags...), unit+".service")
+	if out, err := n.sys.Run(ctx, nil, "systemctl", args...); err != nil {
+		return fmt.Errorf("systemctl %s %s: %w: %s", verb, unit, err, k3snode.LastLines(out, 5))
+	}
+	return nil
+}
+
+func (n node) carryOut(ctx context.Context, req *ansible.Request, a args, p plan) error {
+	if p.StopOther {
+		if err := n.systemctl(ctx, "stop", p.Other); err != nil {
+			return err
+		}
+		if err := n.systemctl(ctx, "disable", p.Other); err != nil {
+			return err
+		}
+	}
+	// Starts are queued (--no-block): k3s's units are Type=notify with
+	// TimeoutStartSec=0, so a blocking start of a k3s that never gets ready
+	// would never return; waitActive waits with a deadline instead.
+	if p.Install {
+		if err := n.install(ctx, req, a); err != nil {
+			return err
+		}
+		if err := n.writeEnv(a); err != nil {
+			return err
+		}
+		return n.systemctl(ctx, "restart", p.Service, "--no-block")
+	}
+	if err := n.writeEnv(a); err != nil {
+		return err
+	}
+	if p.Enable {
+		if err := n.systemctl(ctx, "enable", p.Service); err != nil {
+			return err
+		}
+	}
+	if p.Start {
+		return n.systemctl(ctx, "start", p.Service, "--no-block")
+	}
+	if p.Restart {
+		return n.systemctl(ctx, "restart", p.Service, "--no-block")
+	}
+	return nil
+}
+
+// crashLoopRestarts is how many automatic restarts during the wait make a
+// crash loop: k3s exited that often since the task started it.
+const crashLoopRestarts = 3
+
+// waitActive waits until the unit is active (k3s said it is ready) or the
+// deadline passes; a unit restarted crashLoopRestarts times meanwhile, or
+// failed, fails at once, and so does a refusal that k3s would retry for
+// ever but only the user can end (joinRefusal, read from the journal every
+// journalEvery polls). The error names the unit's state, its restarts and
+// the end of its journal.
+func (n node) waitActive(ctx context.Context, req *ansible.Request, unit string, timeout int, nodeName string) error {
+	first := -1
+	for poll := 1; ; poll++ {
+		u, err := k3snode.Unit(ctx, n.sys, unit)
+		if err != nil {
+			return err
+		}
+		if u.Active {
+			return nil
+		}
+		if first < 0 || u.Restarts < first {
+			first = u.Restarts
+		}
+		restarts := u.Restarts - first
+		switch {
+		case restarts >= crashLoopRestarts:
+			return fmt.Errorf("%s is crash-looping: k3s exited and systemd restarted it %d times since this task started it (%s); %s", unit, restarts, u.String(), n.journal(ctx, unit))
+		case u.ActiveState == "failed" || (u.ActiveState == "inactive" && restarts > 0):
+			return fmt.Errorf("%s failed (%s); %s", unit, u.String(), n.journal(ctx, unit))
+		case poll%journalEvery == 0:
+			if journal, err := n.journalLines(ctx, unit, journalScan); err == nil {
+				if refusal := joinRefusal(journal, nodeName); refusal != "" {
+					return fmt.Errorf("%s cannot join (%s): %s; its journal ends: %s", unit, u.String(), refusal, k3snode.LastLines(journal, journalLines))
+				}
+			}
+		}
+		req.Progress("waiting for %s to report ready: %s, restarted %d times", unit, u.String(), restarts)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s did not report ready within %ds: %s, restarted %d times since this task started it; %s", unit, timeout, u.String(), restarts, n.journal(context.Background(), unit))
+		case <-time.After(unitPollInterval):
+		}
+	}
+}
+
+// nodeNameOf is the node name k3s_config found (its node_name), or "".
+func nodeNameOf(steps []step) string {
+	for _, s := range steps {
+		if s.option == "k3s_config" {
+			return s.converged.NodeName
+		}
+	}
+	return ""
+}
+
+// joinRefusal is what the user must do about a refusal in k3s's journal
+// that k3s retries for ever and that does not end by itself; "" when
+// there is none. A node password is refused (k3s's pkg/nodepassword) when
+// the cluster has a Node of this name that joined with another password:
+// the host was re-installed since (k3s keeps the password in
+// /etc/rancher/node, which a new OS does not have), or another host has
+// the name. k3s deletes the password Secret with the Node.
+func joinRefusal(journal, nodeName string) string {
+	// Refused at three tries in a row (k3s tries every 5 to 10 s), not
+	// once: a Node deleted just before the run takes its Secret with it a
+	// moment later (the garbage collector), and the next try joins.
+	if strings.Count(journal, "Node password rejected") < refusalRepeats {
+		return ""
+	}
+	name := nodeName
+	if name == "" {
+		name = "<this host's node name>"
+	}
+	return fmt.Sprintf("the server rejected this host's node password, so k3s would retry for ever. The cluster has a Node %[1]s that joined with another password: this host was re-installed since (k3s keeps the password in /etc/rancher/node/password), or another host has the name %[1]s. If the Node is this host's, delete it (`kubectl delete node %[1]s`: k3s deletes the Secret kube-system/%[1]s.node-password.k3s with it) and run again; if it is another host's, give this one its own name (node-name or with-node-id in the k3s config)", name)
+}
+
+// journalEvery is how many unit polls pass between two reads of the
+// journal (2 s at unitPollInterval); journalScan is how much of it such a
+// read looks through (k3s says it again every 5 s, among other lines), and
+// journalLines how much of it a message quotes.
+const (
+	journalEvery   = 10
+	journalScan    = 50
+	journalLines   = 10
+	refusalRepeats = 3
+)
+
+// How often a wait asks again: the unit's state is a local systemctl call,
+// and most starts take well under a second; /readyz is an HTTPS request.
+var (
+	unitPollInterval = 200 * time.Millisecond
+	pollInterval     = time.Second
+)
+
+// journal is the end of the unit's journal since this task started k3s,
+// for a message: what k3s said last.
+func (n node) journal(ctx context.Context, unit string) string {
+	out, err := n.journalLines(ctx, unit, journalLines)
+	if err != nil {
+		return fmt.Sprintf("its journal could not be read (journalctl: %v)", err)
+	}
+	return "its journal ends: " + k3snode.LastLines(out, journalLines)
+}
+
+// journalLines reads the last lines of the unit's journal since this task
+// started k3s.
+func (n node) journalLines(ctx context.Context, unit string, lines int) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	return n.sys.Run(ctx, nil, "journalctl", "-u", unit+".service", "--since", fmt.Sprintf("@%d", n.since), "-n", strconv.Itoa(lines), "--no-pager", "-o", "cat")
+}
+
+// waitReady polls /readyz until it answers ok or the deadline (ctx,
+// wait_timeout) passes.
+func (n node) waitReady(ctx context.Context, req *ansible.Request, a args) error {
+	for {
+		err := n.sys.Readyz(ctx, n.where.Kubeconfig, a.APIPort)
+		if err == nil {
+			return nil
+		}
+		req.Progress("waiting for /readyz: %v", err)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the k3s API on this node did not answer /readyz with ok within %ds: last: %w", a.WaitTimeout, err)
+		case <-time.After(pollInterval):
+		}
+	}
+}
