@@ -179,37 +179,69 @@ func operatorReady(ctx context.Context, req *ansible.Request, res *ansible.Resul
 	return err == nil, err
 }
 
-// present applies the instance when the API server's dry run of desired
-// differs from it (unless Flux adopted it), then waits for it to be Ready.
-func present(ctx context.Context, req *ansible.Request, res *ansible.Result, clients *kube.Clients, a args, desired *unstructured.Unstructured, timeout time.Duration) error {
+// instancePlan is what present does to the instance, decided before any
+// change from the API server's server-side dry run of the definition.
+type instancePlan struct {
+	current   *unstructured.Unstructured // nil when there is none
+	planned   *unstructured.Unstructured // the dry run's object
+	adoptedBy string                     // the Flux object that adopted it: left alone
+	change    bool
+}
+
+// planInstance compares the instance with the dry run of desired; one Flux
+// adopted is left alone unless forced.
+func planInstance(ctx context.Context, clients *kube.Clients, a args, desired *unstructured.Unstructured) (instancePlan, error) {
 	current, err := clients.Get(ctx, instanceGVR, desired.GetNamespace(), instanceName)
 	if err != nil {
-		return err
+		return instancePlan{}, err
 	}
 	if current != nil {
 		if by, adopted := kube.FluxOwned(current); adopted && !a.Force {
-			res.Set("adopted", true)
-			req.Warn("FluxInstance %s is adopted by Flux (%s): left alone; set force=true to apply anyway", kube.ObjectName(current), by)
-			report(res, current)
-			return nil
+			return instancePlan{current: current, adoptedBy: by}, nil
 		}
 	}
 	planned, err := clients.Apply(ctx, instanceGVR, desired, true)
 	if err != nil {
+		return instancePlan{}, err
+	}
+	return instancePlan{current: current, planned: planned, change: current == nil || !sameObject(current, planned)}, nil
+}
+
+// present plans the instance, and unless in check mode (the plan alone) or
+// adopted, applies it and waits for it to be Ready.
+func present(ctx context.Context, req *ansible.Request, res *ansible.Result, clients *kube.Clients, a args, desired *unstructured.Unstructured, timeout time.Duration) error {
+	p, err := planInstance(ctx, clients, a, desired)
+	if err != nil {
 		return err
 	}
-	if current == nil || !sameObject(current, planned) {
+	if p.adoptedBy != "" {
+		res.Set("adopted", true)
+		req.Warn("FluxInstance %s is adopted by Flux (%s): left alone; set force=true to apply anyway", kube.ObjectName(p.current), p.adoptedBy)
+		report(res, p.current)
+		return nil
+	}
+	if p.change {
 		res.Changed = true
-		res.Diff = instanceDiff(desired.GetNamespace(), current, planned)
-		if req.CheckMode {
-			report(res, current)
-			return nil
-		}
+		res.Diff = instanceDiff(desired.GetNamespace(), p.current, p.planned)
+	}
+	if req.CheckMode {
+		report(res, p.current)
+		return nil
+	}
+	return applyInstance(ctx, req, res, clients, a, desired, p, timeout)
+}
+
+// applyInstance carries plan p out: the instance applied when it changes,
+// then, when asked, a wait for it to be Ready.
+func applyInstance(ctx context.Context, req *ansible.Request, res *ansible.Result, clients *kube.Clients, a args, desired *unstructured.Unstructured, p instancePlan, timeout time.Duration) error {
+	current := p.current
+	if p.change {
+		var err error
 		if current, err = clients.Apply(ctx, instanceGVR, desired, false); err != nil {
 			return err
 		}
 	}
-	if a.Wait && !req.CheckMode {
+	if a.Wait {
 		nudger := &kube.Nudger{After: time.Duration(a.ReconcileAfter) * time.Second, Now: time.Now}
 		last, requested, err := waitReady(ctx, clients, current, timeout, nudger, req)
 		res.Set("reconciles_requested", requested)
