@@ -43,6 +43,10 @@ type fakeNode struct {
 	restarts                 map[string]int
 	journal                  string   // what journalctl answers
 	lastEnv                  []string // the install script's extra environment
+	// showsAnswered is how many `systemctl show` calls answer before the
+	// next blocks until its context ends and is killed, as exec.CommandContext
+	// kills a systemctl that has not answered by the deadline (0: never).
+	showsAnswered, shows int
 }
 
 func newFakeNode() *fakeNode {
@@ -51,7 +55,7 @@ func newFakeNode() *fakeNode {
 		journal: "Starting k3s agent\nFailed to validate connection to cluster at https://10.0.0.1:6443: failed to get CA certs: connect: no route to host\n"}
 }
 
-func (f *fakeNode) Run(_ context.Context, env []string, name string, args ...string) (string, error) {
+func (f *fakeNode) Run(ctx context.Context, env []string, name string, args ...string) (string, error) {
 	line := strings.TrimSpace(name + " " + strings.Join(args, " "))
 	if filepath.Base(name) == "k3s" {
 		if f.version == "" {
@@ -65,6 +69,10 @@ func (f *fakeNode) Run(_ context.Context, env []string, name string, args ...str
 		unit := strings.TrimSuffix(args[len(args)-1], ".service")
 		u := f.units[unit]
 		if args[0] == "show" {
+			if f.shows++; f.showsAnswered > 0 && f.shows > f.showsAnswered {
+				<-ctx.Done()
+				return "", errors.New("signal: killed")
+			}
 			if u == nil {
 				return "LoadState=not-found\nActiveState=inactive\nSubState=dead\nUnitFileState=\nNRestarts=0\n", nil
 			}
@@ -547,6 +555,10 @@ func TestNeverReady(t *testing.T) {
 			f.neverReady["k3s-agent"] = true
 			f.journal = "Starting k3s-agent.service - Lightweight Kubernetes...\n" + strings.Repeat(`level=info msg="Waiting to retrieve agent configuration; server is not ready: Node password rejected, duplicate hostname or contents of '/etc/rancher/node/password' may not match server node-passwd entry, try enabling a unique node name with the --with-node-id flag"`+"\n", 3)
 		}, "k3s-agent cannot join (enabled, activating (start)): the server rejected this host's node password, so k3s would retry for ever. The cluster has a Node <this host's node name> that joined with another password"},
+		"the deadline passes while systemctl answers: the timeout, not systemctl's death": {func(f *fakeNode) {
+			f.neverReady["k3s-agent"] = true
+			f.showsAnswered = 4 // the module's look before the install, then 3 polls
+		}, "k3s-agent did not report ready within 3s: enabled, activating (start), restarted 0 times since this task started it; its journal ends: Starting k3s agent"},
 		"crash-looping before the task: not taken for active": {func(f *fakeNode) {
 			f.version = testVersion
 			f.crashLooping["k3s-agent"] = true

@@ -346,9 +346,15 @@ const crashLoopRestarts = 3
 // journalEvery polls). The error names the unit's state, its restarts and
 // the end of its journal.
 func (n node) waitActive(ctx context.Context, req *ansible.Request, unit string, timeout int, nodeName string) error {
-	first := -1
+	first, restarts := -1, 0
+	var last k3snode.UnitState
 	for poll := 1; ; poll++ {
 		u, err := k3snode.Unit(ctx, n.sys, unit)
+		if err != nil && ctx.Err() != nil {
+			// The deadline passed while systemctl answered (it was killed):
+			// the wait timed out, with the state read last.
+			return n.notReady(unit, timeout, last, restarts)
+		}
 		if err != nil {
 			return err
 		}
@@ -358,7 +364,7 @@ func (n node) waitActive(ctx context.Context, req *ansible.Request, unit string,
 		if first < 0 || u.Restarts < first {
 			first = u.Restarts
 		}
-		restarts := u.Restarts - first
+		restarts, last = u.Restarts-first, u
 		switch {
 		case restarts >= crashLoopRestarts:
 			return fmt.Errorf("%s is crash-looping: k3s exited and systemd restarted it %d times since this task started it (%s); %s", unit, restarts, u.String(), n.journal(ctx, unit))
@@ -374,10 +380,16 @@ func (n node) waitActive(ctx context.Context, req *ansible.Request, unit string,
 		req.Progress("waiting for %s to report ready: %s, restarted %d times", unit, u.String(), restarts)
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%s did not report ready within %ds: %s, restarted %d times since this task started it; %s", unit, timeout, u.String(), restarts, n.journal(context.Background(), unit))
+			return n.notReady(unit, timeout, u, restarts)
 		case <-time.After(unitPollInterval):
 		}
 	}
+}
+
+// notReady is the wait's timeout: the unit's state as last read, its
+// restarts and the end of its journal.
+func (n node) notReady(unit string, timeout int, u k3snode.UnitState, restarts int) error {
+	return fmt.Errorf("%s did not report ready within %ds: %s, restarted %d times since this task started it; %s", unit, timeout, u.String(), restarts, n.journal(context.Background(), unit))
 }
 
 // nodeNameOf is the node name k3s_config found (its node_name), or "".
