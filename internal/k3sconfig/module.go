@@ -195,7 +195,7 @@ func Converge(_ context.Context, req *ansible.Request) (Converged, error) {
 		// file would let a CI log's reader test a guessed token.
 		sum := sha256.Sum256([]byte(redact(string(content))))
 		res.Set("checksum", hex.EncodeToString(sum[:]))
-		c.NodeName = nodeName(a.Config, os.Hostname, readNodeID)
+		c.NodeName = NodeName(a.Config, os.Hostname, readNodeID)
 		res.Set("node_name", c.NodeName)
 	}
 	c.RestartNeeded, err = converge(req, res, path, content, a.State == "present", a.Backup, configRedactor)
@@ -242,11 +242,11 @@ func converge(req *ansible.Request, res *ansible.Result, path string, content []
 	}
 }
 
-// nodeName is the name k3s gives the node: node-name, else the host name,
+// NodeName is the name k3s gives the node: node-name, else the host name,
 // then "-" and the id from NodeIDFile with with-node-id; lower-cased as k3s
 // does. Unknown ("") when with-node-id is set and k3s has not made the id
 // yet, or the host name cannot be read.
-func nodeName(config map[string]any, hostname func() (string, error), nodeID func() string) string {
+func NodeName(config map[string]any, hostname func() (string, error), nodeID func() string) string {
 	name, _ := config["node-name"].(string)
 	if name == "" {
 		h, err := hostname()

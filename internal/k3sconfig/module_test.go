@@ -212,9 +212,9 @@ func TestNodeName(t *testing.T) {
 		{map[string]any{"with-node-id": true}, id, "node1-5a1b2c3d"},
 		{map[string]any{"with-node-id": true}, none, ""},
 	} {
-		assert.Equal(t, tc.want, nodeName(tc.config, host, tc.nodeID), "%v", tc.config)
+		assert.Equal(t, tc.want, NodeName(tc.config, host, tc.nodeID), "%v", tc.config)
 	}
-	assert.Equal(t, "", nodeName(nil, func() (string, error) { return "", assert.AnError }, id))
+	assert.Equal(t, "", NodeName(nil, func() (string, error) { return "", assert.AnError }, id))
 }
 
 func TestReadNodeID(t *testing.T) {

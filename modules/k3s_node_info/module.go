@@ -30,6 +30,10 @@ var module = &ansible.Module{
 				Description: []string{"k3s's data directory (k3s C(data-dir))."}},
 			{Name: "kubeconfig_path", Type: ansible.TypePath, Default: k3snode.DefaultPaths.Kubeconfig,
 				Description: []string{"The admin kubeconfig a server writes (k3s C(write-kubeconfig))."}},
+			{Name: "node_name", Default: "",
+				Description: []string{"The C(node-name) the node's k3s config will set; empty: none. Only read to compute the returned C(node_name)."}},
+			{Name: "with_node_id", Type: ansible.TypeBool, Default: false,
+				Description: []string{"The node's k3s config will set C(with-node-id). Only read to compute the returned C(node_name)."}},
 			{Name: "preflight", Type: ansible.TypeDict,
 				Description: []string{
 					"Check, changing nothing, that the host is ready for k3s as this role: the memory cgroup controller (cgroup v2 or v1); the kernel modules C(overlay), C(br_netfilter) and, for flannel's vxlan backend, C(vxlan), each loaded, built in or loadable; a sysctl file that turns IPv4 forwarding off (a warning: k3s turns it on when it starts, a later C(sysctl --system) off again); swap (a warning); the tools k3s's install script needs (systemd or OpenRC, curl or wget unless airgap, sha256sum); free space under C(data_dir) (an error under 1 GiB, a warning under 4 GiB); the ports k3s listens on (the API port and 10250, and 2379-2380 with embedded etcd) not taken by another process; with ufw or firewalld active, what k3s needs from the other nodes and from the pod and service networks let in (as module k3s_firewall opens it; the fix lists the commands); the node's clock within 5 seconds of the Ansible controller's (certificates and etcd need agreeing clocks: the action plugin compares them, the time the module took counted in the node's favour).",
@@ -65,6 +69,7 @@ var module = &ansible.Module{
 	Returns: []ansible.Return{
 		{Name: "version", Description: []string{"The installed k3s version; empty when there is none."}, Returned: "always", Type: "str", Sample: "v1.36.2+k3s1"},
 		{Name: "hostname", Description: []string{"The host name in lower case: the name k3s registers the node under when its config sets no C(node-name)."}, Returned: "always", Type: "str", Sample: "node1"},
+		{Name: "node_name", Description: []string{"The name k3s will register the node under, as module k3s_config computes it: C(node_name), else the host name, in lower case; with C(with_node_id), followed by C(-) and C(node_id). Empty when C(with_node_id) is set and k3s has not made that id yet (before its first start): the name is then unique but not known."}, Returned: "always", Type: "str", Sample: "node1"},
 		{Name: "node_id", Description: []string{"The suffix k3s adds to the node name, after C(-), when its config sets C(with-node-id): the content of C(/etc/rancher/node/id), which k3s makes at its first start with that flag. Empty when there is none."}, Returned: "always", Type: "str", Sample: "5a1b2c3d"},
 		{Name: "server", Description: []string{"The C(server) k3s's config (C(/etc/rancher/k3s/config.yaml) and its C(config.yaml.d) drop-ins) points the node at: the server it joined. Empty on a first server (C(cluster-init)) and where k3s has no config."}, Returned: "always", Type: "str", Sample: "https://192.168.1.11:6443"},
 		{Name: "units", Description: []string{"The state of each k3s unit: C(loaded), C(enabled), C(active) (k3s runs and reported ready; a unit still starting or waiting to be restarted is not), systemd's C(active_state) and C(sub_state) (C(activating)/C(auto-restart) is a k3s that keeps exiting), and C(restarts) (systemd's NRestarts)."}, Returned: "always", Type: "dict",
@@ -84,6 +89,8 @@ type args struct {
 	ReturnKubeconfig bool           `json:"return_kubeconfig"`
 	DataDir          string         `json:"data_dir"`
 	KubeconfigPath   string         `json:"kubeconfig_path"`
+	NodeName         string         `json:"node_name"`
+	WithNodeID       bool           `json:"with_node_id"`
 	Preflight        *preflightArgs `json:"preflight"`
 }
 

@@ -74,6 +74,13 @@ func TestInfo(t *testing.T) {
 	}
 
 	assert.Equal(t, "", res["node_id"], "no with-node-id id yet")
+	assert.Equal(t, res["hostname"], res["node_name"], "no node-name: the host name")
+	res, code = runInfo(map[string]any{"node_name": "Pi-One"})
+	require.Equal(t, 0, code, res["msg"])
+	assert.Equal(t, "pi-one", res["node_name"], "node-name, lower-cased as k3s does")
+	res, code = runInfo(map[string]any{"with_node_id": true})
+	require.Equal(t, 0, code, res["msg"])
+	assert.Equal(t, "", res["node_name"], "with-node-id before k3s made the id: not known")
 	assert.Equal(t, "", res["server"], "no config: joined no server")
 
 	configPath = filepath.Join(dir, "config.yaml")
@@ -89,6 +96,9 @@ func TestInfo(t *testing.T) {
 	assert.NotContains(t, res, "token")
 	assert.NotContains(t, res, "kubeconfig")
 	assert.Equal(t, "5a1b2c3d", res["node_id"])
+	res, code = runInfo(map[string]any{"node_name": "Pi", "with_node_id": true})
+	require.Equal(t, 0, code, res["msg"])
+	assert.Equal(t, "pi-5a1b2c3d", res["node_name"], "with-node-id: the name, then the id")
 
 	require.NoError(t, os.Remove(k3snode.TokenPath(where)))
 	res, code = runInfo(map[string]any{"return_token": true})

@@ -39,7 +39,11 @@ func run(ctx context.Context, req *ansible.Request, sys k3snode.System, where k3
 		return res, fmt.Errorf("read the host name: %w", err)
 	}
 	res.Set("hostname", strings.ToLower(host))
-	res.Set("node_id", k3snode.NodeID(where))
+	nodeID := k3snode.NodeID(where)
+	res.Set("node_id", nodeID)
+	// As k3s_config computes it, so that role k8s_cluster can refuse two hosts under one name before either installs.
+	res.Set("node_name", k3sconfig.NodeName(map[string]any{"node-name": a.NodeName, "with-node-id": a.WithNodeID},
+		func() (string, error) { return host, nil }, func() string { return nodeID }))
 	// Whom the node joined (a rebuilt first controller keeps it: role k8s_cluster).
 	res.Set("server", k3sconfig.FileValue(configPath, "server"))
 	// Both files are read before either is returned: a failed read returns
