@@ -768,10 +768,31 @@ func shipped(root string) string {
 	}
 	for _, p := range release {
 		if info, err := os.Stat(p); err == nil {
-			fmt.Fprintf(&b, "| %s | %.1f MB |\n", filepath.Base(p), float64(info.Size())/(1<<20))
+			fmt.Fprintf(&b, "| %s | %.1f MB%s |\n", filepath.Base(p), float64(info.Size())/(1<<20), payloadLevel(p))
 		}
 	}
 	return b.String()
+}
+
+// payloadLevel notes a controller payload that tests/tools/release.sh
+// compressed at another xz level than a release's (the end-to-end tests
+// make theirs with xz -1, faster and larger): its marker file
+// (.<platform>.sha256) ends with the level.
+func payloadLevel(path string) string {
+	name := filepath.Base(path)
+	_, platform, ok := strings.Cut(strings.TrimSuffix(name, ".xz"), "-controller-")
+	if !ok || !strings.HasSuffix(name, ".xz") {
+		return ""
+	}
+	marker, err := os.ReadFile(filepath.Join(filepath.Dir(path), "."+platform+".sha256"))
+	if err != nil {
+		return ""
+	}
+	fields := strings.Fields(string(marker))
+	if len(fields) == 2 && fields[1] != "xz-6" {
+		return " (" + fields[1] + ", a test build's: make release compresses with xz -6)"
+	}
+	return ""
 }
 
 // onlyList is -only as given, in the order the sections run.
