@@ -188,17 +188,32 @@ func TestReleaseDecisions(t *testing.T) {
 	})
 
 	t.Run("an interrupted upgrade is rolled back to the last deployed revision", func(t *testing.T) {
-		leavePending(t, release.StatusPendingUpgrade, time.Now().Add(-time.Hour))
+		pending := leavePending(t, release.StatusPendingUpgrade, time.Now().Add(-time.Hour))
+		// The revision before it has the chart and values asked for: the
+		// plan is the rollback alone, no upgrade after it.
 		args := base("0.59.0", map[string]any{"logLevel": "debug"})
-		args["_ansible_check_mode"] = true
+		args["_ansible_check_mode"], args["_ansible_diff"] = true, true
 		res, code := op(args)
 		require.Equal(t, 0, code, res["msg"])
 		assert.Contains(t, res["warnings"].([]any)[0], "a real run will recover it")
+		assert.Equal(t, true, res["changed"], "the recovery is a change")
+		// Revision 3 (0.59.0, debug) is the last one deployed: 4 failed, 5 is the pending one.
+		assert.Equal(t, float64(3), res["release"].(map[string]any)["revision"], "the revision it rolls back to")
+		assert.Contains(t, res["diff"].(map[string]any)["after_header"], "flux-operator-0.59.0")
+		assert.Equal(t, pending, m.last(t).Version, "check mode changed nothing")
+		assert.Equal(t, release.StatusPendingUpgrade, m.last(t).Info.Status)
 
 		res, code = op(base("0.59.0", map[string]any{"logLevel": "debug"}))
 		require.Equal(t, 0, code, res["msg"])
 		assert.Contains(t, res["recovered"], "rolled back from pending-upgrade")
+		assert.Equal(t, true, res["changed"])
 		assert.Equal(t, release.StatusDeployed, m.last(t).Info.Status)
+		assert.Equal(t, pending+1, m.last(t).Version, "the rollback's revision, no upgrade after it")
+		assert.Equal(t, float64(pending+1), res["release"].(map[string]any)["revision"])
+
+		res, code = op(base("0.59.0", map[string]any{"logLevel": "debug"}))
+		require.Equal(t, 0, code, res["msg"])
+		assert.Equal(t, false, res["changed"], "then a no-op")
 	})
 
 	t.Run("a release Flux adopted is left alone unless forced", func(t *testing.T) {

@@ -71,114 +71,216 @@ func run(ctx context.Context, req *ansible.Request, connect helmConnector) (*ans
 	}
 	res := &ansible.Result{}
 	res.Set("adopted", false)
-	header := fmt.Sprintf("release/%s/%s", a.ReleaseNamespace, a.ReleaseName)
 	values, err := mergeValues(a.ValuesFiles, a.Values)
 	if err != nil {
 		return res, err
 	}
-	noCluster := a.Connection.PlanWithoutCluster(req)
-	h, err := connect(a, req.TmpDir, noCluster)
+	h, err := connect(a, req.TmpDir, a.Connection.PlanWithoutCluster(req))
 	if err != nil {
 		return res, err
 	}
 	defer h.cleanup()
 
-	current, err := h.lastRelease(a.ReleaseName)
+	p, err := h.plan(ctx, a, values)
 	if err != nil {
 		return res, err
 	}
-	if current != nil {
-		if by, adopted, err := h.adoptedBy(ctx, current); err != nil {
-			return res, err
-		} else if adopted && !a.Force {
-			res.Set("adopted", true)
-			res.Set("release", releaseInfo(current))
-			req.Warn("Helm release %s/%s is adopted by Flux (%s): left alone; set force=true to change it anyway", a.ReleaseNamespace, a.ReleaseName, by)
-			return res, nil
-		}
+	report(req, res, a, p)
+	// Check mode is the plan alone.
+	if req.CheckMode || (p.change == keep && p.recover == nil) {
+		return res, nil
 	}
-	if current != nil && isPending(current) {
+	return res, h.apply(ctx, req, res, a, p)
+}
+
+// change is what a run does to the release.
+type change int
+
+const (
+	keep      change = iota // as asked already, Flux's, or absent already
+	uninstall               // state absent
+	deploy                  // install the chart, or upgrade the release to it
+)
+
+// operatorPlan is what a run would do, decided before anything changes.
+type operatorPlan struct {
+	change    change
+	current   *release.Release // the newest revision; nil: none
+	adoptedBy string           // Flux's helm-controller manages the release: left alone
+	// recover: current was left pending by an interrupted run and is
+	// brought back first, to the revision rollbackTo, or uninstalled when
+	// that is nil (it never deployed).
+	recover *recovery
+	chart   *chart.Chart // deploy: the chart
+	values  map[string]any
+	// after is the release as the run leaves it: for deploy, rendered
+	// (the diff's after side); nil when uninstalled.
+	after *release.Release
+}
+
+type recovery struct{ rollbackTo *release.Release }
+
+// plan reads the release, and the chart where the release is not as asked
+// already, and decides; for a deploy it renders what the chart would make.
+// Nothing changes.
+func (h *helm) plan(ctx context.Context, a args, values map[string]any) (operatorPlan, error) {
+	current, err := h.lastRelease(a.ReleaseName)
+	p := operatorPlan{current: current, values: values, after: current}
+	if err != nil || current == nil {
+		return h.planFromNone(ctx, a, p, err)
+	}
+	if by, adopted, err := h.adoptedBy(ctx, current); err != nil {
+		return p, err
+	} else if adopted && !a.Force {
+		p.adoptedBy = by
+		return p, nil
+	}
+	if isPending(current) {
 		if err := notInProgress(a, current, now()); err != nil {
-			return res, err
+			return p, err
 		}
 	}
 	if a.State == "absent" {
-		return res, h.absent(ctx, req, res, a, current, header)
+		p.after = nil
+		if current.Info.Status != release.StatusUninstalled {
+			p.change = uninstall
+		}
+		return p, nil
 	}
-	return res, h.present(ctx, req, res, a, values, current, header)
-}
-
-// absent uninstalls the release current, if there is one.
-func (h *helm) absent(ctx context.Context, req *ansible.Request, res *ansible.Result, a args, current *release.Release, header string) error {
-	if current == nil || current.Info.Status == release.StatusUninstalled {
-		return nil
-	}
-	res.Changed = true
-	res.Diff = []ansible.Diff{{Before: current.Manifest, After: "", BeforeHeader: header, AfterHeader: header}}
-	if req.CheckMode {
-		return nil
-	}
-	if err := h.uninstallRelease(ctx, a, current); err != nil {
-		return fmt.Errorf("uninstall %s: %w", a.ReleaseName, err)
-	}
-	return nil
-}
-
-// present installs or upgrades the release to the chart and values asked
-// for, recovering one an interrupted run left pending, unless current is
-// that already.
-func (h *helm) present(ctx context.Context, req *ansible.Request, res *ansible.Result, a args, values map[string]any, current *release.Release, header string) error {
 	// A pinned version already deployed with the same values is a no-op
 	// without a trip to the registry.
-	if current != nil && current.Info.Status == release.StatusDeployed && isPinned(a.ChartVersion) &&
-		current.Chart.Metadata.Version == strings.TrimPrefix(a.ChartVersion, "v") &&
-		current.Chart.Metadata.Name == refChartName(a.ChartRef) && sameValues(current.Config, values) {
-		res.Set("release", releaseInfo(current))
-		return nil
+	if isPinned(a.ChartVersion) && current.Chart.Metadata.Name == refChartName(a.ChartRef) &&
+		upToDate(current, strings.TrimPrefix(a.ChartVersion, "v"), values) {
+		return p, nil
 	}
-	ch, err := h.loadChart(a)
+	if p.chart, err = h.loadChart(a); err != nil {
+		return p, err
+	}
+	if isPending(current) {
+		history, err := h.cfg.Releases.History(a.ReleaseName)
+		if err != nil {
+			return p, fmt.Errorf("read history of %s: %w", a.ReleaseName, err)
+		}
+		p.recover = &recovery{rollbackTo: lastDeployedBefore(history, current)}
+		p.after = p.recover.rollbackTo
+	}
+	return h.planDeploy(ctx, a, p)
+}
+
+// planFromNone plans for a release that has no revision yet.
+func (h *helm) planFromNone(ctx context.Context, a args, p operatorPlan, err error) (operatorPlan, error) {
+	if err != nil || a.State == "absent" {
+		return p, err
+	}
+	if p.chart, err = h.loadChart(a); err != nil {
+		return p, err
+	}
+	return h.planDeploy(ctx, a, p)
+}
+
+// planDeploy keeps a release that is (or, recovered, will be) deployed from
+// the chart with the values; else it renders what a deploy would make.
+func (h *helm) planDeploy(ctx context.Context, a args, p operatorPlan) (operatorPlan, error) {
+	if p.recover != nil && p.after != nil && sameRelease(p.after, p.chart.Metadata.Version, p.values) {
+		return p, nil // the rollback deploys it again
+	}
+	if p.recover == nil && upToDate(p.after, p.chart.Metadata.Version, p.values) {
+		return p, nil
+	}
+	rendered, err := h.render(ctx, a, p.chart, p.values, p.current)
 	if err != nil {
-		return err
+		return p, err
 	}
-	if current != nil && isPending(current) {
-		if req.CheckMode {
-			req.Warn("Helm release %s/%s is %s (an interrupted run); a real run will recover it", a.ReleaseNamespace, a.ReleaseName, current.Info.Status)
-		} else {
-			was := current.Info.Status
-			what, err := h.recoverPending(a, current)
-			if err != nil {
-				return err
-			}
-			res.Set("recovered", what)
-			res.Changed = true
-			req.Warn("Helm release %s/%s was %s (an interrupted run): %s", a.ReleaseNamespace, a.ReleaseName, was, what)
-			if current, err = h.lastRelease(a.ReleaseName); err != nil {
-				return err
-			}
+	p.change, p.after = deploy, rendered
+	return p, nil
+}
+
+// upToDate says whether rel is deployed from the chart version with the
+// values.
+func upToDate(rel *release.Release, version string, values map[string]any) bool {
+	return rel != nil && rel.Info.Status == release.StatusDeployed && sameRelease(rel, version, values)
+}
+
+// sameRelease says whether rel was made from the chart version with the
+// values, whatever its status.
+func sameRelease(rel *release.Release, version string, values map[string]any) bool {
+	return rel.Chart.Metadata.Version == version && sameValues(rel.Config, values)
+}
+
+// lastDeployedBefore is the newest revision of history older than rel that
+// was deployed (or superseded since), nil when none was.
+func lastDeployedBefore(history []*release.Release, rel *release.Release) *release.Release {
+	var last *release.Release
+	for _, r := range history {
+		if r.Version < rel.Version && (r.Info.Status == release.StatusDeployed || r.Info.Status == release.StatusSuperseded) &&
+			(last == nil || r.Version > last.Version) {
+			last = r
 		}
 	}
-	if current != nil && current.Info.Status == release.StatusDeployed &&
-		current.Chart.Metadata.Version == ch.Metadata.Version && sameValues(current.Config, values) {
-		res.Set("release", releaseInfo(current))
-		return nil
-	}
+	return last
+}
 
-	// Check mode is the plan alone: the chart rendered, nothing deployed.
-	plan := h.deploy
-	if req.CheckMode {
-		plan = h.render
+// report puts the plan in the result: changed, the manifests' diff, the
+// release as the run leaves it (apply replaces it with the one deployed).
+func report(req *ansible.Request, res *ansible.Result, a args, p operatorPlan) {
+	if p.adoptedBy != "" {
+		res.Set("adopted", true)
+		res.Set("release", releaseInfo(p.current))
+		req.Warn("Helm release %s/%s is adopted by Flux (%s): left alone; set force=true to change it anyway", a.ReleaseNamespace, a.ReleaseName, p.adoptedBy)
+		return
 	}
-	rel, err := plan(ctx, a, ch, values, current)
-	if err != nil {
-		return err
+	if p.recover != nil && req.CheckMode {
+		req.Warn("Helm release %s/%s is %s (an interrupted run); a real run will recover it", a.ReleaseNamespace, a.ReleaseName, p.current.Info.Status)
+	}
+	if p.after != nil {
+		res.Set("release", releaseInfo(p.after))
+	}
+	if p.change == keep && p.recover == nil {
+		return
 	}
 	res.Changed = true
-	before := ""
-	if current != nil {
-		before = current.Manifest
+	header := fmt.Sprintf("release/%s/%s", a.ReleaseNamespace, a.ReleaseName)
+	before, after := "", ""
+	if p.current != nil {
+		before = p.current.Manifest
 	}
-	res.Diff = []ansible.Diff{{Before: before, After: rel.Manifest, BeforeHeader: header + " " + chartName(current), AfterHeader: header + " " + chartName(rel)}}
-	res.Set("release", releaseInfo(rel))
+	if p.after != nil {
+		after = p.after.Manifest
+	}
+	res.Diff = []ansible.Diff{{Before: before, After: after, BeforeHeader: header + " " + chartName(p.current), AfterHeader: header + " " + chartName(p.after)}}
+}
+
+// apply carries the plan out: the recovery first, then the uninstall or
+// the deploy.
+func (h *helm) apply(ctx context.Context, req *ansible.Request, res *ansible.Result, a args, p operatorPlan) error {
+	current := p.current
+	if p.recover != nil {
+		was := current.Info.Status
+		what, err := h.recoverPending(ctx, a, current, p.recover.rollbackTo)
+		if err != nil {
+			return err
+		}
+		res.Set("recovered", what)
+		req.Warn("Helm release %s/%s was %s (an interrupted run): %s", a.ReleaseNamespace, a.ReleaseName, was, what)
+		if current, err = h.lastRelease(a.ReleaseName); err != nil {
+			return err
+		}
+		if current != nil && p.change == keep {
+			res.Set("release", releaseInfo(current))
+		}
+	}
+	switch p.change {
+	case uninstall:
+		if err := h.uninstallRelease(ctx, a, current); err != nil {
+			return fmt.Errorf("uninstall %s: %w", a.ReleaseName, err)
+		}
+	case deploy:
+		rel, err := h.deploy(ctx, a, p.chart, p.values, current)
+		if err != nil {
+			return err
+		}
+		res.Set("release", releaseInfo(rel))
+	}
 	return nil
 }
 
@@ -351,15 +453,21 @@ func (h *helm) deploy(ctx context.Context, a args, ch *chart.Chart, values map[s
 
 // render is what deploy would make, with nothing sent to the cluster: a
 // client-side dry-run upgrade, or, for a new release (or one left pending,
-// over which Helm refuses to plan an upgrade; a real run recovers it
-// first), the chart rendered for the cluster's version.
+// over which Helm refuses to plan an upgrade; apply recovers it first),
+// the chart rendered for the cluster's version.
 func (h *helm) render(ctx context.Context, a args, ch *chart.Chart, values map[string]any, current *release.Release) (*release.Release, error) {
 	if current != nil && current.Info.Status != release.StatusUninstalled && !isPending(current) {
 		up := h.newUpgrade(a)
 		up.DryRun, up.DryRunOption = true, "client"
 		return h.upgrade(ctx, a, ch, values, up)
 	}
-	in := h.newInstall(a)
+	// Helm's client-only install swaps its configuration's release store
+	// and kube client for fakes: a copy, so that the run's deploy, which
+	// may follow this render, still reaches the cluster.
+	scratch := *h
+	cfg := *h.cfg
+	scratch.cfg = &cfg
+	in := scratch.newInstall(a)
 	// Client-only rendering assumes an old Kubernetes unless told the real one.
 	in.DryRun, in.DryRunOption, in.ClientOnly = true, "client", true
 	version, err := h.kubeVersion()
@@ -486,23 +594,13 @@ func isPending(rel *release.Release) bool {
 	return false
 }
 
-// recoverPending brings a release stuck pending back to a state Helm can act on:
-// back to the last deployed revision, or uninstalled when it never
-// deployed. It says what it did.
-func (h *helm) recoverPending(a args, rel *release.Release) (string, error) {
-	history, err := h.cfg.Releases.History(a.ReleaseName)
-	if err != nil {
-		return "", fmt.Errorf("read history of %s: %w", a.ReleaseName, err)
-	}
-	lastDeployed := 0
-	for _, r := range history {
-		if r.Version < rel.Version && (r.Info.Status == release.StatusDeployed || r.Info.Status == release.StatusSuperseded) && r.Version > lastDeployed {
-			lastDeployed = r.Version
-		}
-	}
+// recoverPending brings a release stuck pending back to a state Helm can
+// act on: back to the revision to, or uninstalled when it never deployed
+// (to is nil). It says what it did.
+func (h *helm) recoverPending(ctx context.Context, a args, rel, to *release.Release) (string, error) {
 	was := rel.Info.Status // the uninstall may change rel itself
-	if lastDeployed == 0 {
-		if err := h.uninstallRelease(context.Background(), a, rel); err != nil {
+	if to == nil {
+		if err := h.uninstallRelease(ctx, a, rel); err != nil {
 			return "", fmt.Errorf("recover %s from %s by uninstalling it: %w", a.ReleaseName, was, err)
 		}
 		return fmt.Sprintf("uninstalled revision %d, left %s, to install it afresh", rel.Version, was), nil
@@ -515,11 +613,11 @@ func (h *helm) recoverPending(a args, rel *release.Release) (string, error) {
 		return "", fmt.Errorf("mark %s revision %d failed: %w", a.ReleaseName, rel.Version, err)
 	}
 	rb := action.NewRollback(h.cfg)
-	rb.Version, rb.Wait, rb.Timeout = lastDeployed, a.Wait, time.Duration(a.WaitTimeout)*time.Second
+	rb.Version, rb.Wait, rb.Timeout = to.Version, a.Wait, time.Duration(a.WaitTimeout)*time.Second
 	if err := rb.Run(a.ReleaseName); err != nil {
-		return "", fmt.Errorf("recover %s by rolling back to revision %d: %w", a.ReleaseName, lastDeployed, err)
+		return "", fmt.Errorf("recover %s by rolling back to revision %d: %w", a.ReleaseName, to.Version, err)
 	}
-	return fmt.Sprintf("rolled back from %s revision %d to revision %d", was, rel.Version, lastDeployed), nil
+	return fmt.Sprintf("rolled back from %s revision %d to revision %d", was, rel.Version, to.Version), nil
 }
 
 // uninstallRelease uninstalls and, with wait, polls until the release's

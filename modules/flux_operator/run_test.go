@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/release"
 	helmtime "helm.sh/helm/v3/pkg/time"
 
@@ -105,4 +106,58 @@ func TestCheckModeWithoutACluster(t *testing.T) {
 	assert.Equal(t, "flux-operator-0.0.0", res["release"].(map[string]any)["chart"])
 	assert.NoFileExists(t, kubeconfig)
 	assert.Regexp(t, `^v1\.\d+\.\d+$`, clientGoKubeVersion(), "the chart's kubeVersion is checked against a real release")
+}
+
+func TestUpToDate(t *testing.T) {
+	rel := func(status release.Status, version string, values map[string]any) *release.Release {
+		return &release.Release{Info: &release.Info{Status: status}, Chart: &chart.Chart{Metadata: &chart.Metadata{Version: version}}, Config: values}
+	}
+	for _, tc := range []struct {
+		name string
+		rel  *release.Release
+		want bool
+	}{
+		{"none", nil, false},
+		{"deployed, same version and values", rel(release.StatusDeployed, "0.58.0", map[string]any{"logLevel": "info"}), true},
+		{"values of other keys", rel(release.StatusDeployed, "0.58.0", map[string]any{"replicas": 1}), false},
+		{"another version", rel(release.StatusDeployed, "0.57.0", map[string]any{"logLevel": "info"}), false},
+		{"other values", rel(release.StatusDeployed, "0.58.0", map[string]any{"logLevel": "debug"}), false},
+		{"failed", rel(release.StatusFailed, "0.58.0", map[string]any{"logLevel": "info"}), false},
+		{"pending", rel(release.StatusPendingUpgrade, "0.58.0", map[string]any{"logLevel": "info"}), false},
+		{"uninstalled", rel(release.StatusUninstalled, "0.58.0", map[string]any{"logLevel": "info"}), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, upToDate(tc.rel, "0.58.0", map[string]any{"logLevel": "info"}))
+		})
+	}
+	assert.True(t, upToDate(rel(release.StatusDeployed, "0.58.0", nil), "0.58.0", map[string]any{}), "no values and empty values")
+	assert.True(t, upToDate(rel(release.StatusDeployed, "0.58.0", map[string]any{"replicas": float64(2)}), "0.58.0", map[string]any{"replicas": 2}),
+		"a number from the task's JSON and from the release's store")
+}
+
+func TestLastDeployedBefore(t *testing.T) {
+	rev := func(version int, status release.Status) *release.Release {
+		return &release.Release{Version: version, Info: &release.Info{Status: status}}
+	}
+	pending := rev(5, release.StatusPendingUpgrade)
+	for _, tc := range []struct {
+		name    string
+		history []*release.Release
+		want    int // 0: none
+	}{
+		{"never deployed", []*release.Release{rev(1, release.StatusFailed), pending}, 0},
+		{"the newest deployed or superseded before it", []*release.Release{rev(1, release.StatusSuperseded), rev(3, release.StatusDeployed), rev(2, release.StatusSuperseded), rev(4, release.StatusFailed), pending}, 3},
+		{"not a newer one", []*release.Release{rev(2, release.StatusSuperseded), pending, rev(6, release.StatusDeployed)}, 2},
+		{"unordered history", []*release.Release{pending, rev(4, release.StatusSuperseded), rev(1, release.StatusSuperseded)}, 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := lastDeployedBefore(tc.history, pending)
+			if tc.want == 0 {
+				assert.Nil(t, got)
+				return
+			}
+			require.NotNil(t, got)
+			assert.Equal(t, tc.want, got.Version)
+		})
+	}
 }
