@@ -55,7 +55,7 @@ docs: ## Regenerate the sidecar docs (plugins/modules/*.yml) and golden files
 test: deps lint test-sanity testbed-bin testbed-rootfs test-unit test-integration test-e2e test-molecule ## Everything CI runs: installs what it needs, lints, builds the test bed, all tests
 
 lint: deps build ## goimports, go vet and staticcheck (every build tag), yamllint, ansible-lint --profile production
-	tests/tools/lint.sh
+	hack/lint.sh
 
 test-sanity: deps ## ansible-test sanity (ansible-core 2.19, --local with its pinned requirements); tests/sanity/ignore-2.19.txt says what cannot apply
 	tests/tools/sanity.sh
@@ -81,9 +81,9 @@ testbed-rootfs: ## Register qemu-user-static with binfmt_misc and build the arm6
 	tests/tools/rootfs.sh armhf >/dev/null
 
 test-e2e: build testbed-rootfs ## End-to-end tests over SSH to test hosts (needs root): with Debian's ansible-core (pipelining off), then with ansible-core 2.19 from requirements.txt (pipelining on)
-	just="$$(tests/tools/just.sh)" && PATH="$$just:$$PATH" E2E_ANSIBLE_CORE="$$(dpkg-query -W -f '$${Version}' ansible-core | cut -d- -f1)" E2E_PIPELINING=false \
+	just="$$(hack/just.sh)" && PATH="$$just:$$PATH" E2E_ANSIBLE_CORE="$$(dpkg-query -W -f '$${Version}' ansible-core | cut -d- -f1)" E2E_PIPELINING=false \
 		go test -tags e2e -count=1 -timeout 20m -v ./tests/e2e/...
-	venv="$$(tests/tools/venv.sh)" && just="$$(tests/tools/just.sh)" && PATH="$$venv/bin:$$just:$$PATH" E2E_ANSIBLE_CORE="$$(sed -n 's/^ansible-core==//p' requirements.txt)" E2E_PIPELINING=true \
+	venv="$$(hack/venv.sh)" && just="$$(hack/just.sh)" && PATH="$$venv/bin:$$just:$$PATH" E2E_ANSIBLE_CORE="$$(sed -n 's/^ansible-core==//p' requirements.txt)" E2E_PIPELINING=true \
 		go test -tags e2e -count=1 -timeout 20m -v ./tests/e2e/...
 
 N ?= 3
@@ -99,7 +99,7 @@ collection: build ## Build the collection tarball into dist/
 	ansible-galaxy collection build --force --output-path dist .
 
 release: build ## The release into dist/release: the collection tarball (node binaries for every platform; at most 20 MB, checked) and each platform's controller binary, xz-compressed
-	tests/tools/release.sh $(RELEASE_DIR) $(RELEASE_LIMIT_MB) $(CONTROLLER_PLATFORMS)
+	hack/release.sh $(RELEASE_DIR) $(RELEASE_LIMIT_MB) $(CONTROLLER_PLATFORMS)
 
 # apt_install installs the Debian packages given that are missing.
 define apt_install
@@ -116,10 +116,10 @@ deps: ## Install the Debian packages the tests need (when missing)
 bench: deps testbed-bin build release ## Side-by-side benchmarks against kubernetes.core and template (ROUNDS=5, ONLY=cluster,... a subset); appends to bench/RESULTS.md
 	$(call apt_install,$(BENCH_APT_PACKAGES))
 	tests/tools/build.sh helm
-	go run ./bench -rounds $(ROUNDS) $(if $(ONLY),-only $(ONLY)) -pypi-venv "$$(tests/tools/venv.sh bench)"
+	go run ./bench -rounds $(ROUNDS) $(if $(ONLY),-only $(ONLY)) -pypi-venv "$$(hack/venv.sh bench)"
 
 demo: deps testbed-bin demo-collection ## Start the local test bed and run playbooks/k8s.yml against it, twice
-	go run ./tests/testbed up
+	go run ./tests/bed/testbed up
 	bash tests/demo.sh
 
 demo-collection: collection ## Install the built collection into .generated/collections (where ansible.cfg looks)
@@ -127,7 +127,7 @@ demo-collection: collection ## Install the built collection into .generated/coll
 	ansible-galaxy collection install --force -p .generated/collections $(TARBALL) >/dev/null
 
 demo-down: ## Tear the demo test bed down
-	go run ./tests/testbed down
+	go run ./tests/bed/testbed down
 
 clean: ## Remove built binaries and tarballs
 	rm -rf plugins/bin dist

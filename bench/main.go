@@ -32,7 +32,7 @@ import (
 
 	"github.com/gitops-k3s-flux/k3s_flux/internal/registry"
 	"github.com/gitops-k3s-flux/k3s_flux/tests/bed"
-	"github.com/gitops-k3s-flux/k3s_flux/tests/testhosts"
+	"github.com/gitops-k3s-flux/k3s_flux/tests/bed/testhosts"
 )
 
 func main() {
@@ -42,7 +42,7 @@ func main() {
 	profile := flag.Bool("profile", false, "print each play's output with the profile_tasks callback (per-task times)")
 	pipelining := flag.Bool("pipelining", true, "run every play, both sides, with Ansible's pipelining (ANSIBLE_PIPELINING)")
 	only := flag.String("only", strings.Join(sections, ","), "the measurements to run, a comma-separated subset of "+strings.Join(sections, ","))
-	pypi := flag.String("pypi-venv", "", "a venv with PyPI's ansible and kubernetes (tests/tools/venv.sh bench): the bootstrap measurement runs again with its ansible-core, kubernetes.core and client")
+	pypi := flag.String("pypi-venv", "", "a venv with PyPI's ansible and kubernetes (hack/venv.sh bench): the bootstrap measurement runs again with its ansible-core, kubernetes.core and client")
 	flag.Parse()
 	root := repoRoot()
 	if *results == "" {
@@ -774,7 +774,7 @@ func shipped(root string) string {
 	return b.String()
 }
 
-// payloadLevel notes a controller payload that tests/tools/release.sh
+// payloadLevel notes a controller payload that hack/release.sh
 // compressed at another xz level than a release's (the end-to-end tests
 // make theirs with xz -1, faster and larger): its marker file
 // (.<platform>.sha256) ends with the level.

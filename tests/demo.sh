@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # make demo: the whole bootstrap, as users run it, against the local test bed
-# (go run ./tests/testbed up ran first): playbooks/k8s.yml takes the SSH test hosts to a
+# (go run ./tests/bed/testbed up ran first): playbooks/k8s.yml takes the SSH test hosts to a
 # k3s cluster (the k3s stand-in) and hands it off to the real Flux Operator and controllers
 # reconciling the test bed's git server. Then runs it again, to show it changes nothing.
 set -euo pipefail
@@ -10,7 +10,7 @@ generated=.generated
 mkdir -p "$generated"
 chmod 700 "$generated"
 
-status="$(go run ./tests/testbed status)"
+status="$(go run ./tests/bed/testbed status)"
 field() { python3 -c 'import json,sys; print(json.loads(sys.argv[1])[sys.argv[2]])' "$status" "$1"; }
 inventory="$(field inventory)"
 # The test bed's variables (install script, registry, git key, age key, Infisical

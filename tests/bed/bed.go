@@ -1,4 +1,4 @@
-// Package bed is the test bed: SSH test hosts (tests/testhosts), a real
+// Package bed is the test bed: SSH test hosts (tests/bed/testhosts), a real
 // Kubernetes control plane built from the Go module proxy (etcd,
 // kube-apiserver, kube-controller-manager, kube-scheduler, and kwok playing
 // the kubelets), an OCI registry on loopback serving test Helm charts, and,
@@ -21,8 +21,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gitops-k3s-flux/k3s_flux/tests/pki"
-	"github.com/gitops-k3s-flux/k3s_flux/tests/testhosts"
+	"github.com/gitops-k3s-flux/k3s_flux/tests/bed/pki"
+	"github.com/gitops-k3s-flux/k3s_flux/tests/bed/testhosts"
 )
 
 // Options choose what the test bed runs.

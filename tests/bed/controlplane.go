@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gitops-k3s-flux/k3s_flux/tests/pki"
+	"github.com/gitops-k3s-flux/k3s_flux/tests/bed/pki"
 )
 
 // APIServerPort is where kube-apiserver listens on the test bridge address,
@@ -229,7 +229,7 @@ spec:
 
 // CNIPendingAnnotation marks a Node the k3s stand-in runs without a CNI
 // (flannel-backend: none) until the CNI's Pod is Ready on it
-// (tests/k3sstandin/cni.go).
+// (tests/bed/k3sstandin/cni.go).
 const CNIPendingAnnotation = "standin.k3s.io/cni"
 
 // cniNotReady is the Ready condition a kubelet reports while no CNI has

@@ -39,7 +39,7 @@ var releaseTarball = regexp.MustCompile(`gitops-k3s_flux-(\d+\.\d+\.\d+)\.tar\.g
 // BuildRelease runs make release in the tree at root and returns its output
 // (not yet served).
 func BuildRelease(root string) (*Release, error) {
-	// The fastest xz level: the same payloads and fetch as a release's (tests/tools/release.sh).
+	// The fastest xz level: the same payloads and fetch as a release's (hack/release.sh).
 	cmd := exec.Command("make", "-C", root, "release")
 	cmd.Env = append(os.Environ(), "RELEASE_XZ_LEVEL=1")
 	out, err := cmd.CombinedOutput()

@@ -15,7 +15,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gitops-k3s-flux/k3s_flux/tests/pki"
+	"github.com/gitops-k3s-flux/k3s_flux/tests/bed/pki"
 )
 
 // GitRepoPath is the test repository's path on the git server.

@@ -35,10 +35,10 @@ type K3s struct {
 	server *http.Server
 }
 
-// standinDir is tests/k3sstandin in this source tree.
+// standinDir is tests/bed/k3sstandin in this source tree.
 func standinDir() string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "k3sstandin")
+	return filepath.Join(filepath.Dir(file), "k3sstandin")
 }
 
 // startK3s builds the stand-in for this bed (its path to the bed's

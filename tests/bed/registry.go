@@ -22,7 +22,7 @@ import (
 	"helm.sh/helm/v3/pkg/chartutil"
 	helmregistry "helm.sh/helm/v3/pkg/registry"
 
-	"github.com/gitops-k3s-flux/k3s_flux/tests/pki"
+	"github.com/gitops-k3s-flux/k3s_flux/tests/bed/pki"
 )
 
 // ChartVersions are the versions of the test flux-operator chart the

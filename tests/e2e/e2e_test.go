@@ -24,7 +24,7 @@ import (
 
 	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible/ansibletest"
 	"github.com/gitops-k3s-flux/k3s_flux/tests/bed"
-	"github.com/gitops-k3s-flux/k3s_flux/tests/testhosts"
+	"github.com/gitops-k3s-flux/k3s_flux/tests/bed/testhosts"
 )
 
 // collection is an installed copy of the collection built from this tree.

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gitops-k3s-flux/k3s_flux/tests/bed"
-	"github.com/gitops-k3s-flux/k3s_flux/tests/testhosts"
+	"github.com/gitops-k3s-flux/k3s_flux/tests/bed/testhosts"
 )
 
 // TestPrepareOpensTheFirewall: a server and an agent whose owner enabled

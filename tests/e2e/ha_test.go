@@ -21,8 +21,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gitops-k3s-flux/k3s_flux/tests/bed"
-	"github.com/gitops-k3s-flux/k3s_flux/tests/pki"
-	"github.com/gitops-k3s-flux/k3s_flux/tests/testhosts"
+	"github.com/gitops-k3s-flux/k3s_flux/tests/bed/pki"
+	"github.com/gitops-k3s-flux/k3s_flux/tests/bed/testhosts"
 )
 
 // haBed is the bed of 3 controllers and 1 worker that the HA tests below share,

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gitops-k3s-flux/k3s_flux/tests/bed"
-	"github.com/gitops-k3s-flux/k3s_flux/tests/testhosts"
+	"github.com/gitops-k3s-flux/k3s_flux/tests/bed/testhosts"
 )
 
 const (

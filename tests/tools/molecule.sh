@@ -4,7 +4,7 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 cd "$root"
-venv="$(tests/tools/venv.sh)"
+venv="$(hack/venv.sh)"
 # molecule.yml names the inventory and the play variables create.yml copies from the test bed;
 # molecule wants them to exist before every step, the first destroy included.
 mkdir -p .generated/molecule

@@ -6,7 +6,7 @@
 # the built binaries stay out of the tree. tests/sanity/ignore-2.19.txt says what cannot apply.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
-venv="$("$root/tests/tools/venv.sh" sanity)"
+venv="$("$root/hack/venv.sh" sanity)"
 
 # ansible-test bootstraps pip in each venv it makes with get-pip.py from ci-files.testing.ansible.com,
 # which is out of reach here. This stand-in does the same with Python's own ensurepip, then pip

@@ -47,7 +47,7 @@ done
 # Again with ansible-core 2.19 (the venv of requirements.txt), as this user: the venv is in this
 # user's cache. The plugins touch Ansible's private API (plugin_utils/ansible_private.py) the way
 # each version wants.
-venv="$(tests/tools/venv.sh)"
+venv="$(hack/venv.sh)"
 for f in $(find tests/unit -name 'test_*.py' | sort); do
   if ! env PYTHONPATH="$pydir" PYTHONDONTWRITEBYTECODE=1 "$venv/bin/python" "$f"; then
     echo "unit tests failed with ansible-core $("$venv/bin/python" -c 'from ansible.release import __version__; print(__version__)'): $f" >&2

@@ -493,7 +493,7 @@ func (b *Bed) writeInventory() error {
 		groups[h.Group] = append(groups[h.Group], fmt.Sprintf("%s ansible_host=%s", h.Name, h.Addr))
 	}
 	var buf bytes.Buffer
-	fmt.Fprintf(&buf, "# SSH test hosts of test bed %q (tests/testhosts); removed by `down`.\n", b.Name)
+	fmt.Fprintf(&buf, "# SSH test hosts of test bed %q (tests/bed/testhosts); removed by `down`.\n", b.Name)
 	for _, g := range order {
 		fmt.Fprintf(&buf, "[%s]\n%s\n\n", g, strings.Join(groups[g], "\n"))
 	}

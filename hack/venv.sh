@@ -3,7 +3,7 @@
 # yamllint), making it first when missing: under the cache, keyed by the file's hash, with
 # Debian's python3-venv. make lint and the second pass of make test-e2e use it.
 set -euo pipefail
-root="$(cd "$(dirname "$0")/../.." && pwd)"
+root="$(cd "$(dirname "$0")/.." && pwd)"
 cache="${K3SF_CACHE:-$HOME/.cache/k3s_flux}"
 # An optional name makes a second venv of the same file (sanity: ansible-test installs its own
 # pinned requirements into it, which must not change the one the plays run with); `bench` also

@@ -5,7 +5,7 @@
 # controller-side module's action plugin fetches the controller binary for the controller's platform from
 # the release on first use, checked against SHA256SUMS (plugins/plugin_utils/binary_module.py).
 set -euo pipefail
-root="$(cd "$(dirname "$0")/../.." && pwd)"
+root="$(cd "$(dirname "$0")/.." && pwd)"
 out="$1"
 limit_mb="$2"
 shift 2

@@ -14,7 +14,7 @@ import (
 // under qemu-user-static, a few minutes once).
 func RootFS(arch string) (string, error) {
 	_, file, _, _ := runtime.Caller(0)
-	script := filepath.Join(filepath.Dir(file), "..", "tools", "rootfs.sh")
+	script := filepath.Join(filepath.Dir(file), "..", "..", "tools", "rootfs.sh")
 	out, err := exec.Command(script, arch).Output()
 	if err != nil {
 		if ee, ok := err.(*exec.ExitError); ok {

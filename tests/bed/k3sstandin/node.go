@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gitops-k3s-flux/k3s_flux/tests/pki"
+	"github.com/gitops-k3s-flux/k3s_flux/tests/bed/pki"
 )
 
 // kwokAnnotation hands the Node to kwok, which plays its kubelet.

@@ -1,9 +1,9 @@
 // Command testbed brings the local test bed up and down for people and for
 // `make demo`:
 //
-//	go run ./tests/testbed up [-flux] [-controllers 1] [-workers 2]
-//	go run ./tests/testbed status
-//	go run ./tests/testbed down
+//	go run ./tests/bed/testbed up [-flux] [-controllers 1] [-workers 2]
+//	go run ./tests/bed/testbed status
+//	go run ./tests/bed/testbed down
 //
 // `up` starts a background `testbed serve` process that owns the test bed
 // (its processes die with it) and returns once everything is ready; `down`
@@ -26,7 +26,7 @@ import (
 	"time"
 
 	"github.com/gitops-k3s-flux/k3s_flux/tests/bed"
-	"github.com/gitops-k3s-flux/k3s_flux/tests/testhosts"
+	"github.com/gitops-k3s-flux/k3s_flux/tests/bed/testhosts"
 )
 
 // status is what `up` and `status` print, and what serve writes once ready.

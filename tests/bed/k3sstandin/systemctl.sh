@@ -7,7 +7,7 @@
 # with no timeout (TimeoutStartSec=0), failing only when k3s exits first;
 # `--no-block` returns at once. `reboot` returns at once too; then the
 # units stop, everything else on the host is killed, and the test host boots
-# again (tests/testhosts), where `__boot` starts the enabled units. See
+# again (tests/bed/testhosts), where `__boot` starts the enabled units. See
 # docs/testing.md for the systemd sources.
 STATE=/var/lib/rancher/k3s/standin
 SELF="$0"
@@ -24,7 +24,7 @@ for a in "$@"; do
   esac
 done
 UNITS="k3s k3s-agent"
-MACHINE=/var/lib/testhost  # tests/testhosts' MachineDir
+MACHINE=/var/lib/testhost  # tests/bed/testhosts' MachineDir
 
 use() {
   unit="$1"

@@ -4,7 +4,7 @@
 # the cache and keyed by that file's hash. Needs the module binaries built (ansible-lint
 # resolves gitops.k3s_flux.* through them) and Debian's python3-venv.
 set -euo pipefail
-root="$(cd "$(dirname "$0")/../.." && pwd)"
+root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 cache="${K3SF_CACHE:-$HOME/.cache/k3s_flux}"
 source tests/bed/versions.env
@@ -25,7 +25,7 @@ for tags in "" integration e2e; do
   "$bin/staticcheck-v$STATICCHECK_VERSION/staticcheck" ${tags:+-tags "$tags"} ./...
 done
 
-venv="$(tests/tools/venv.sh)"
+venv="$(hack/venv.sh)"
 export PATH="$venv/bin:$PATH"
 echo "lint: THIRD_PARTY_NOTICES.md current"
 go run ./tests/notices -check

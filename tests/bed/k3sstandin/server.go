@@ -24,7 +24,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/gitops-k3s-flux/k3s_flux/tests/pki"
+	"github.com/gitops-k3s-flux/k3s_flux/tests/bed/pki"
 )
 
 // supervisorSNI is the TLS server name the stand-in agent uses to reach
