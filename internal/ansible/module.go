@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"runtime/debug"
 	"sort"
@@ -184,7 +185,7 @@ func invoke(ctx context.Context, m *Module, raw map[string]any, readErr error, r
 		if p := recover(); p != nil {
 			result = map[string]any{
 				"failed":    true,
-				"msg":       fmt.Sprintf("module %s crashed (a bug; please report it): %v", m.Name, p),
+				"msg":       crashed(m.Name, p),
 				"exception": string(debug.Stack()),
 			}
 		}
@@ -237,18 +238,24 @@ func (r *Request) RunStep(ctx context.Context, m *Module, run RunFunc, args map[
 	}
 	defer func() {
 		if p := recover(); p != nil {
-			step = Step{Result: &Result{}, Err: fmt.Errorf("module %s crashed (a bug; please report it): %v", m.Name, p)}
+			step = Step{Result: &Result{}, Err: errors.New(crashed(m.Name, p))}
 		}
 	}()
 	res, err := run(ctx, sub)
 	if res == nil {
 		res = &Result{}
 	}
-	step = Step{Result: res, Err: err, Warnings: append(append([]string{}, sub.warnings...), res.Warnings...)}
-	if len(sub.progress) > 0 && (sub.Verbosity > 0 || err != nil) {
-		step.Progress = sub.progress
+	return Step{Result: res, Err: err, Warnings: append(append([]string{}, sub.warnings...), res.Warnings...), Progress: sub.shownProgress(err)}
+}
+
+// Fields are the step's result as its module would return it alone, less
+// its diff and warnings, which join the outer module's own.
+func (s Step) Fields() map[string]any {
+	out := fields(s.Result, s.Err)
+	if len(s.Progress) > 0 {
+		out["progress"] = s.Progress
 	}
-	return step
+	return out
 }
 
 // NoLogValuesOf picks module m's secrets out of a dict of its options, as
@@ -344,18 +351,7 @@ func (r *Request) result(res *Result, err error) map[string]any {
 	if res == nil {
 		res = &Result{}
 	}
-	out := map[string]any{}
-	for k, val := range res.Values {
-		out[k] = val
-	}
-	out["changed"] = res.Changed
-	if res.Msg != "" {
-		out["msg"] = res.Msg
-	}
-	if err != nil {
-		out["failed"] = true
-		out["msg"] = err.Error()
-	}
+	out := fields(res, err)
 	if r.Diff && len(res.Diff) == 1 {
 		out["diff"] = res.Diff[0]
 	} else if r.Diff && len(res.Diff) > 1 {
@@ -364,13 +360,44 @@ func (r *Request) result(res *Result, err error) map[string]any {
 	if w := append(append([]string{}, r.warnings...), res.Warnings...); len(w) > 0 {
 		out["warnings"] = w
 	}
+	if p := r.shownProgress(err); p != nil {
+		out["progress"] = p
+	}
+	return out
+}
+
+// fields are a run's result as a module returns it, less its diff and
+// warnings: its values, changed, msg, failed with the error's message, and
+// deprecations.
+func fields(res *Result, err error) map[string]any {
+	out := make(map[string]any, len(res.Values)+4)
+	maps.Copy(out, res.Values)
+	out["changed"] = res.Changed
+	if res.Msg != "" {
+		out["msg"] = res.Msg
+	}
+	if err != nil {
+		out["failed"] = true
+		out["msg"] = err.Error()
+	}
 	if len(res.Deprecations) > 0 {
 		out["deprecations"] = res.Deprecations
 	}
-	if len(r.progress) > 0 && (r.Verbosity > 0 || err != nil) {
-		out["progress"] = r.progress
-	}
 	return out
+}
+
+// shownProgress is the progress lines a result shows: at -v, or when the
+// run failed (they then say how far it got); nil otherwise.
+func (r *Request) shownProgress(err error) []string {
+	if len(r.progress) > 0 && (r.Verbosity > 0 || err != nil) {
+		return r.progress
+	}
+	return nil
+}
+
+// crashed is the message of a module whose run panicked.
+func crashed(name string, p any) string {
+	return fmt.Sprintf("module %s crashed (a bug; please report it): %v", name, p)
 }
 
 // maskParams returns the parameters for invocation.module_args: a value

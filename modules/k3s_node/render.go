@@ -2,7 +2,6 @@ package k3snodemodule
 
 import (
 	"context"
-	"maps"
 
 	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible"
 	"github.com/gitops-k3s-flux/k3s_flux/internal/k3sconfig"
@@ -66,28 +65,12 @@ func restartNeeded(steps []step) bool {
 func addSteps(res *ansible.Result, steps []step) {
 	var diffs []ansible.Diff
 	for _, s := range steps {
-		out := map[string]any{}
-		maps.Copy(out, s.Result.Values)
-		out["changed"] = s.Result.Changed
-		if s.Result.Msg != "" {
-			out["msg"] = s.Result.Msg
-		}
-		if s.Err != nil {
-			out["failed"] = true
-			out["msg"] = s.Err.Error()
-		}
-		if len(s.Result.Deprecations) > 0 {
-			out["deprecations"] = s.Result.Deprecations
-		}
-		if len(s.Progress) > 0 {
-			out["progress"] = s.Progress
-		}
 		diffs = append(diffs, s.Result.Diff...)
 		res.Warnings = append(res.Warnings, s.Warnings...)
 		if s.Result.Changed {
 			res.Changed = true
 		}
-		res.Set(s.option, out)
+		res.Set(s.option, s.Fields())
 	}
 	res.Diff = append(diffs, res.Diff...)
 }

@@ -12,8 +12,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
+
+	"github.com/gitops-k3s-flux/k3s_flux/tests/bed/testhosts"
 )
 
 // K3sVersion is the version the k3s stand-in reports unless install.sh is
@@ -93,4 +96,45 @@ func (k *K3s) stop() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = k.server.Shutdown(ctx)
+}
+
+// InvocationsLog is where the k3s stand-in records, on a host, each time
+// it was run (tests/bed/k3sstandin, record).
+const InvocationsLog = "/var/lib/rancher/k3s/standin/invocations.log"
+
+// Invocation is one run of the k3s stand-in on a host, as it records it
+// (token values masked).
+type Invocation struct {
+	Time            time.Time         `json:"time"`
+	Command         string            `json:"command"` // server, agent, etcd-snapshot save, ...
+	Args            []string          `json:"args"`
+	ConfigArgs      []string          `json:"config_args"` // the flags its config file gave
+	Warnings        []string          `json:"warnings"`
+	RegistryMirrors []string          `json:"registry_mirrors"` // what registries.yaml mirrored when it started
+	ProxyEnv        map[string]string `json:"proxy_env"`        // the proxy variables it started with
+	Error           string            `json:"error"`
+}
+
+// HasArg says whether the run was given arg, on its command line or in its
+// config file.
+func (inv Invocation) HasArg(arg string) bool {
+	return slices.Contains(inv.Args, arg) || slices.Contains(inv.ConfigArgs, arg)
+}
+
+// Invocations reads the stand-in's record of its runs on h, oldest first:
+// none when k3s never ran there.
+func Invocations(h *testhosts.Host) ([]Invocation, error) {
+	out, err := h.Exec("cat " + InvocationsLog + " 2>/dev/null || true")
+	if err != nil {
+		return nil, fmt.Errorf("%s: read %s: %w", h.Name, InvocationsLog, err)
+	}
+	var runs []Invocation
+	for line := range strings.Lines(out) {
+		var inv Invocation
+		if err := json.Unmarshal([]byte(line), &inv); err != nil {
+			return nil, fmt.Errorf("%s: %s: %w: %q", h.Name, InvocationsLog, err, line)
+		}
+		runs = append(runs, inv)
+	}
+	return runs, nil
 }

@@ -6,7 +6,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -204,13 +203,10 @@ func TestHAPlay(t *testing.T) {
 		// node2's, whose task returned only once node2 answered /readyz.
 		var started []time.Time
 		for _, h := range []string{"node1", "node2", "node3"} {
-			line, err := b.Hosts.Host(h).Exec("head -n 1 /var/lib/rancher/k3s/standin/invocations.log")
-			require.NoError(t, err, h)
-			var first struct {
-				Time time.Time `json:"time"`
-			}
-			require.NoError(t, json.Unmarshal([]byte(line), &first), "%s: %s", h, line)
-			started = append(started, first.Time)
+			runs, err := bed.Invocations(b.Hosts.Host(h))
+			require.NoError(t, err)
+			require.NotEmpty(t, runs, h)
+			started = append(started, runs[0].Time)
 		}
 		assert.True(t, started[0].Before(started[1]) && started[1].Before(started[2]), "the controllers' k3s started in inventory order: %v", started)
 		cfg, err := b.Hosts.Host("node1").Exec("cat /etc/rancher/k3s/config.yaml")
@@ -287,9 +283,10 @@ func TestHAPlay(t *testing.T) {
 			require.NoError(t, err)
 			assert.Contains(t, registries, tlsDir+"client.key", h.Name)
 			// What k3s read when it started last (the stand-in reads registries.yaml as k3s does).
-			last, err := h.Exec("tail -n 1 /var/lib/rancher/k3s/standin/invocations.log")
+			runs, err := bed.Invocations(h)
 			require.NoError(t, err)
-			assert.Contains(t, last, `"registry_mirrors":["docker.io"]`, h.Name)
+			require.NotEmpty(t, runs, h.Name)
+			assert.Equal(t, []string{"docker.io"}, runs[len(runs)-1].RegistryMirrors, h.Name)
 		}
 		r = play(withRegistries)
 		require.NoError(t, r.err, r.output)

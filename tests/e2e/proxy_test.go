@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
 
@@ -52,14 +51,12 @@ func TestPrepareBehindProxy(t *testing.T) {
 			assert.True(t, strings.HasPrefix(env, "600\n"), env)
 			assert.Contains(t, env, "\nHTTP_PROXY="+b.Proxy.URL+"\nHTTPS_PROXY="+b.Proxy.URL+"\nNO_PROXY="+noProxy+"\n", host)
 			// k3s was started with it (its unit's environment file), as the stand-in records.
-			log, err := h.Exec("tail -n 1 /var/lib/rancher/k3s/standin/invocations.log")
+			runs, err := bed.Invocations(h)
 			require.NoError(t, err)
-			var line struct {
-				ProxyEnv map[string]string `json:"proxy_env"`
-			}
-			require.NoError(t, json.Unmarshal([]byte(log), &line), log)
-			assert.Equal(t, strings.Replace(b.Proxy.URL, ":"+b.Proxy.Password+"@", ":********@", 1), line.ProxyEnv["HTTPS_PROXY"], host)
-			assert.Equal(t, noProxy, line.ProxyEnv["NO_PROXY"], host)
+			require.NotEmpty(t, runs, host)
+			last := runs[len(runs)-1]
+			assert.Equal(t, strings.Replace(b.Proxy.URL, ":"+b.Proxy.Password+"@", ":********@", 1), last.ProxyEnv["HTTPS_PROXY"], host)
+			assert.Equal(t, noProxy, last.ProxyEnv["NO_PROXY"], host)
 		}
 	})
 

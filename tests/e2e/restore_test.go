@@ -79,8 +79,14 @@ func testRestore(t *testing.T, b *bed.Bed, vars map[string]any, version string, 
 			out, err := b.Hosts.Host(h).Exec("ls -d /var/lib/rancher/k3s/server/db.pre-restore-*")
 			assert.NoError(t, err, "%s: its old etcd data kept aside: %s", h, out)
 		}
-		log, err := node1.Exec("grep -c cluster-reset-restore-path=/var/lib/rancher/k3s/server/db/snapshots/" + snapshot + " /var/lib/rancher/k3s/standin/invocations.log")
+		runs, err := bed.Invocations(node1)
 		require.NoError(t, err)
-		assert.Equal(t, "1\n", log, "k3s server --cluster-reset ran once, with the snapshot")
+		resets := 0
+		for _, run := range runs {
+			if run.HasArg("--cluster-reset-restore-path=/var/lib/rancher/k3s/server/db/snapshots/" + snapshot) {
+				resets++
+			}
+		}
+		assert.Equal(t, 1, resets, "k3s server --cluster-reset ran once, with the snapshot")
 	})
 }

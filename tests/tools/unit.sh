@@ -31,28 +31,26 @@ if ! run_as go test -count=1 -cover ./... 2>&1 | tee "$out"; then
   echo "unit tests failed" >&2
   exit 1
 fi
-# The action plugins' Python (platform selection), with Debian's ansible-core, imported as the
-# collection Ansible loads.
+# The action plugins' Python, imported as the collection Ansible loads.
 pydir="$(mktemp -d)"
 trap 'rm -f "$out"; rm -rf "$pydir"' EXIT
 mkdir -p "$pydir/ansible_collections/gitops"
 ln -s "$root" "$pydir/ansible_collections/gitops/k3s_flux"
 chmod -R a+rX "$pydir"
-for f in $(find tests/unit -name 'test_*.py' | sort); do
-  if ! run_as env PYTHONPATH="$pydir" PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 "$f"; then
-    echo "unit tests failed: $f" >&2
-    exit 1
-  fi
-done
-# Again with ansible-core 2.19 (the venv of requirements.txt), as this user: the venv is in this
-# user's cache. The plugins touch Ansible's private API (plugin_utils/ansible_private.py) the way
-# each version wants.
+# Each Python test with Debian's ansible-core, as the test user, then with ansible-core 2.19 (the
+# venv of requirements.txt, in this user's cache, so as this user): the plugins touch Ansible's
+# private API (plugin_utils/ansible_private.py) the way each version wants.
 venv="$(hack/venv.sh)"
-for f in $(find tests/unit -name 'test_*.py' | sort); do
-  if ! env PYTHONPATH="$pydir" PYTHONDONTWRITEBYTECODE=1 "$venv/bin/python" "$f"; then
-    echo "unit tests failed with ansible-core $("$venv/bin/python" -c 'from ansible.release import __version__; print(__version__)'): $f" >&2
-    exit 1
-  fi
+for python in /usr/bin/python3 "$venv/bin/python"; do
+  as=(run_as)
+  [ "$python" = /usr/bin/python3 ] || as=()
+  version="$("$python" -c 'from ansible.release import __version__; print(__version__)')"
+  for f in $(find tests/unit -name 'test_*.py' | sort); do
+    if ! "${as[@]}" env PYTHONPATH="$pydir" PYTHONDONTWRITEBYTECODE=1 "$python" "$f"; then
+      echo "unit tests failed with ansible-core $version: $f" >&2
+      exit 1
+    fi
+  done
 done
 echo "unit tests as $(run_as id -un) (Python: also with ansible-core 2.19) in $((SECONDS - start)) s"
 failed=0
