@@ -54,7 +54,6 @@ var Binaries = []Binary{
 	{Name: ControllerBinary, Runs: Controller, Platforms: []string{"linux_amd64", "linux_arm64", "darwin_amd64", "darwin_arm64"}},
 	{Name: "k3s_config", Runs: Node, Platforms: nodePlatforms},
 	{Name: "k3s_node", Runs: Node, Platforms: nodePlatforms},
-	{Name: "k3s_node_info", Runs: Node, Platforms: nodePlatforms},
 }
 
 // nodePlatforms are the CPUs of a homelab's nodes (arm as armv7).
@@ -74,7 +73,7 @@ var Modules = []Module{
 	{Name: "k3s_kubeconfig", Binary: ControllerBinary},
 	{Name: "k3s_manifest", Binary: "k3s_node"},
 	{Name: "k3s_node", Binary: "k3s_node"},
-	{Name: "k3s_node_info", Binary: "k3s_node_info"},
+	{Name: "k3s_node_info", Binary: "k3s_node"},
 	{Name: "k3s_prepare", Binary: "k3s_node"},
 	{Name: "k3s_reboot", Binary: "k3s_node"},
 	{Name: "k3s_registries", Binary: "k3s_config", SharedLogic: "internal/k3sconfig"}, // k3s_node runs it in-process

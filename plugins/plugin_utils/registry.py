@@ -22,7 +22,7 @@ BINARY = {
     "k3s_kubeconfig": "controller",
     "k3s_manifest": "k3s_node",
     "k3s_node": "k3s_node",
-    "k3s_node_info": "k3s_node_info",
+    "k3s_node_info": "k3s_node",
     "k3s_prepare": "k3s_node",
     "k3s_reboot": "k3s_node",
     "k3s_registries": "k3s_config",

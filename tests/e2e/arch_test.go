@@ -49,22 +49,22 @@ func TestArmNodes(t *testing.T) {
 		assert.Contains(t, flat, `"gitops_k3s_flux_platform": "linux_arm64"`)
 		assert.Contains(t, flat, `"gitops_k3s_flux_platform": "linux_arm"`)
 		assert.Contains(t, flat, `"gitops_k3s_flux_platform": "linux_amd64"`)
-		// ELF e_machine (offset 18): b7 00 is aarch64, 28 00 ARM, 3e 00 x86-64. (Only
-		// the first controller reads the token with k3s_node_info.)
+		// ELF e_machine (offset 18): b7 00 is aarch64, 28 00 ARM, 3e 00 x86-64. Every
+		// module the role runs on a node is the k3s_node binary (k3s_node_info too).
 		machine := func(h *testhosts.Host, module string) string {
 			out, err := h.Exec(`od -An -tx1 -j18 -N2 "$(ls /home/ansible/.ansible/tmp/*/*_` + module + ` | head -1)" | tr -d ' \n'`)
 			require.NoError(t, err, out)
 			return out
 		}
-		for _, m := range []string{"k3s_node", "k3s_node_info"} {
-			assert.Equal(t, "3e00", machine(node1, m), "node1 %s", m)
-		}
+		assert.Equal(t, "3e00", machine(node1, "k3s_node"), "node1 k3s_node")
 		assert.Equal(t, "b700", machine(node2, "k3s_node"), "node2 k3s_node")
 		assert.Equal(t, "2800", machine(node3, "k3s_node"), "node3 k3s_node")
-		// k3s_node renders the config itself: no node is sent k3s_config's binary.
+		// k3s_node renders the config itself and serves k3s_node_info: no node is sent
+		// another binary.
 		for _, h := range []*testhosts.Host{node1, node2, node3} {
-			_, err := h.Exec("! ls /home/ansible/.ansible/tmp/*/*_k3s_config 2>/dev/null")
-			assert.NoError(t, err, "%s was sent k3s_config", h.Name)
+			out, err := h.Exec("find /home/ansible/.ansible/tmp -type f -name '*_k3s_*' ! -name '*_k3s_node'")
+			require.NoError(t, err)
+			assert.Empty(t, out, "%s was sent another binary than k3s_node", h.Name)
 		}
 		for _, h := range []*testhosts.Host{node2, node3} {
 			cfg, err := h.Exec("cat /etc/rancher/k3s/config.yaml && systemctl is-active k3s-agent")
