@@ -157,9 +157,11 @@ func (h *haCluster) plays(t *testing.T) (run func(playbook string, v map[string]
 	return run, play
 }
 
-// bare says whether host h has nothing of k3s left.
+// bare says whether host h has nothing of k3s left, nor the binaries the
+// collection keeps there with pipelining. (The test hosts' /var/lib/gitops.k3s_flux
+// is a mount point, private to each: the directory stays, its bin goes.)
 func bare(h *testhosts.Host) error {
-	_, err := h.Exec("test ! -e /usr/local/bin/k3s && test ! -e /etc/rancher/k3s && test ! -e /var/lib/rancher/k3s")
+	_, err := h.Exec("test ! -e /usr/local/bin/k3s && test ! -e /etc/rancher/k3s && test ! -e /var/lib/rancher/k3s && test ! -e /var/lib/gitops.k3s_flux/bin")
 	return err
 }
 
