@@ -125,9 +125,15 @@ type recovery struct{ rollbackTo *release.Release }
 // Nothing changes.
 func (h *helm) plan(ctx context.Context, a args, values map[string]any) (operatorPlan, error) {
 	current, err := h.lastRelease(a.ReleaseName)
+	if err != nil {
+		return operatorPlan{}, err
+	}
 	p := operatorPlan{current: current, values: values, after: current}
-	if err != nil || current == nil {
-		return h.planFromNone(ctx, a, p, err)
+	if current == nil {
+		if a.State == "absent" {
+			return p, nil
+		}
+		return h.planDeploy(ctx, a, p)
 	}
 	if by, adopted, err := h.adoptedBy(ctx, current); err != nil {
 		return p, err
@@ -153,9 +159,6 @@ func (h *helm) plan(ctx context.Context, a args, values map[string]any) (operato
 		upToDate(current, strings.TrimPrefix(a.ChartVersion, "v"), values) {
 		return p, nil
 	}
-	if p.chart, err = h.loadChart(a); err != nil {
-		return p, err
-	}
 	if isPending(current) {
 		history, err := h.cfg.Releases.History(a.ReleaseName)
 		if err != nil {
@@ -167,20 +170,14 @@ func (h *helm) plan(ctx context.Context, a args, values map[string]any) (operato
 	return h.planDeploy(ctx, a, p)
 }
 
-// planFromNone plans for a release that has no revision yet.
-func (h *helm) planFromNone(ctx context.Context, a args, p operatorPlan, err error) (operatorPlan, error) {
-	if err != nil || a.State == "absent" {
-		return p, err
-	}
+// planDeploy loads the chart, then keeps a release that is (or, recovered,
+// will be) deployed from it with the values; else it renders what a deploy
+// would make.
+func (h *helm) planDeploy(ctx context.Context, a args, p operatorPlan) (operatorPlan, error) {
+	var err error
 	if p.chart, err = h.loadChart(a); err != nil {
 		return p, err
 	}
-	return h.planDeploy(ctx, a, p)
-}
-
-// planDeploy keeps a release that is (or, recovered, will be) deployed from
-// the chart with the values; else it renders what a deploy would make.
-func (h *helm) planDeploy(ctx context.Context, a args, p operatorPlan) (operatorPlan, error) {
 	if p.recover != nil && p.after != nil && sameRelease(p.after, p.chart.Metadata.Version, p.values) {
 		return p, nil // the rollback deploys it again
 	}
