@@ -20,6 +20,8 @@ from ansible_collections.gitops.k3s_flux.plugins.plugin_utils.binary_module impo
     FACT,
     MISSING,
     PLATFORM_MARK,
+    ROOT_CACHE,
+    USER_CACHE,
     BinaryModuleAction,
     binary_path,
     binary_sha256,
@@ -446,6 +448,19 @@ class Cleanup(unittest.TestCase):
         with mock.patch.object(ActionBase, "cleanup", side_effect=AnsibleError("rm: permission denied")):
             with self.assertRaises(AnsibleError):
                 self.action().cleanup()
+
+
+class CacheRemovedByReset(unittest.TestCase):
+    # Role k8s_cluster's uninstall.yml removes the binaries kept on a host with a shell command of
+    # its own: it must name the very directories run_script keeps them in.
+    def test_uninstall_names_the_cache_directories(self):
+        with open(os.path.join(COLLECTION_ROOT, "roles", "k8s_cluster", "tasks", "uninstall.yml")) as f:
+            tasks = f.read()
+        self.assertIn("d=%s;" % ROOT_CACHE, tasks)
+        self.assertIn("d=%s;" % USER_CACHE, tasks)
+        script = run_script("k3s_node", "k3s_node-0123456789abcdef")
+        self.assertIn("d=%s;" % ROOT_CACHE, script)
+        self.assertIn("d=%s;" % USER_CACHE, script)
 
 
 if __name__ == "__main__":
