@@ -79,7 +79,7 @@ var module = &ansible.Module{
 		{Name: "kubeconfig", Description: []string{"The admin kubeconfig's content. A secret."}, Returned: "when return_kubeconfig is true", Type: "str", Sample: "apiVersion: v1\nclusters: ..."},
 		{Name: "node_time", Description: []string{"The node's clock when the checks ran, in seconds since the epoch: the action plugin compares it with the controller's (the C(clock) finding)."}, Returned: "when preflight is set", Type: "float", Sample: 1796428800.25},
 		{Name: "firewall", Description: []string{"The active host firewall, C(ufw), C(firewalld) or C(none), as module k3s_firewall reads it."}, Returned: "when preflight is set", Type: "str", Sample: "none"},
-		{Name: "preflight", Description: []string{"What the host lacks for k3s: each finding's C(check), C(severity) (C(error): k3s would not work; C(warning)), what was C(seen) and the C(fix). Empty when the host is ready."}, Returned: "when preflight is set", Type: "list",
+		{Name: "preflight", Description: []string{"What the host lacks for k3s: each finding's C(check), C(severity) (C(error): k3s would not work; C(warning)), what was C(seen) and the C(fix); the C(clock) finding also its C(round_trip), the seconds the read took, by which the node's real offset may exceed the one seen. Empty when the host is ready."}, Returned: "when preflight is set", Type: "list",
 			Sample: []any{map[string]any{"check": "memory cgroup", "severity": "error", "seen": "cgroup v2 without the memory controller (/sys/fs/cgroup/cgroup.controllers: cpuset cpu io pids)", "fix": "add \"cgroup_memory=1 cgroup_enable=memory\" at the end of the single line in /boot/firmware/cmdline.txt, then reboot"}}},
 	},
 }

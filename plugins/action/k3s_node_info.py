@@ -48,7 +48,8 @@ def clock_finding(before, after, node_time, limit=CLOCK_LIMIT):
     """The clock finding (a dict as the module's findings) for a node whose clock read node_time
     while the controller's went from before to after; None when they agree within limit. The node
     is behind only by how far node_time is before `before`, ahead only by how far it is after
-    `after`: the time between counts in its favour."""
+    `after`: the time between counts in its favour. `round_trip` is that time (seconds): the
+    node's real offset is the one seen, or up to round_trip more."""
     if node_time is None:
         return None
     if node_time < before - limit:
@@ -57,7 +58,7 @@ def clock_finding(before, after, node_time, limit=CLOCK_LIMIT):
         seen = "the node's clock is %.0f s ahead of the Ansible controller's" % (node_time - after)
     else:
         return None
-    return {"check": "clock", "severity": "error", "seen": seen, "fix": CLOCK_FIX}
+    return {"check": "clock", "severity": "error", "seen": seen, "fix": CLOCK_FIX, "round_trip": round(after - before, 1)}
 
 
 def add_finding(result, finding, preflight):

@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -83,17 +84,55 @@ func TestPreflightFindingsChangeNothing(t *testing.T) {
 		})
 	}
 	// A node whose clock is off the controller's: here the controller's is a minute ahead
-	// (ansible-playbook under faketime), so every node is a minute behind it.
+	// (ansible-playbook under faketime), so every node is a minute behind it, less the time
+	// the read took (the product counts it in the node's favour and reports it as round_trip).
 	t.Run("clock", func(t *testing.T) {
 		r := runIn(context.Background(), "", c.env(t), "faketime", append([]string{"-f", "+60s", "ansible-playbook"}, args...)...)
 		require.Error(t, r.err, r.output)
 		flat := strings.Join(strings.Fields(r.output), " ")
 		for _, host := range []string{"node1", "node2"} {
-			assert.Regexp(t, `fatal: \[`+host+`\]: FAILED! => .*this host is not ready for k3s as an? (server|agent) \(nothing was changed\): .*; clock: the node's clock is (59|60|61) s behind the Ansible controller's\. Fix: turn on time synchronisation \(timedatectl set-ntp true`, flat)
+			assert.Regexp(t, `fatal: \[`+host+`\]: FAILED! => .*this host is not ready for k3s as an? (server|agent) \(nothing was changed\): .*; clock: the node's clock is \d+ s behind the Ansible controller's\. Fix: turn on time synchronisation \(timedatectl set-ntp true`, flat)
+			behind, roundTrip := clockFinding(t, r.output, host)
+			// 60 s, less up to the round trip; each side rounded to the second (±0.5).
+			assert.GreaterOrEqual(t, behind, 60-roundTrip-1, "%s: %v s behind with a round trip of %v s", host, behind, roundTrip)
+			assert.LessOrEqual(t, behind, 61.0, host)
 		}
 		untouched()
 	})
 	t.Logf("%s", preflightCost(t, worker))
+}
+
+// clockFinding is the clock finding of host's failed task in a play's
+// output: the seconds its clock is behind, and the round trip the
+// product measured.
+func clockFinding(t *testing.T, output, host string) (behind, roundTrip float64) {
+	t.Helper()
+	prefix := "fatal: [" + host + "]: FAILED! => "
+	for _, line := range strings.Split(output, "\n") {
+		raw, ok := strings.CutPrefix(line, prefix)
+		if !ok {
+			continue
+		}
+		var result struct {
+			Preflight []struct {
+				Check     string   `json:"check"`
+				Seen      string   `json:"seen"`
+				RoundTrip *float64 `json:"round_trip"`
+			} `json:"preflight"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(raw), &result), raw)
+		for _, f := range result.Preflight {
+			if f.Check != "clock" {
+				continue
+			}
+			_, err := fmt.Sscanf(f.Seen, "the node's clock is %g s behind", &behind)
+			require.NoError(t, err, f.Seen)
+			require.NotNil(t, f.RoundTrip, "%s: the clock finding has no round_trip", host)
+			return behind, *f.RoundTrip
+		}
+	}
+	require.Fail(t, "no clock finding", "%s: %s", host, output)
+	return 0, 0
 }
 
 // preflightCost runs module k3s_node_info on the node (its binary,

@@ -67,6 +67,7 @@ class Clock(unittest.TestCase):
                     self.assertEqual(got["check"], "clock")
                     self.assertEqual(got["severity"], "error")
                     self.assertIn("timedatectl set-ntp true", got["fix"])
+                    self.assertEqual(got["round_trip"], 3.0)
 
     def test_add_finding(self):
         finding = {"check": "clock", "severity": "error", "seen": "the node's clock is 60 s behind", "fix": "sync it"}
