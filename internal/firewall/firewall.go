@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/hex"
 	"fmt"
+	"net/netip"
 	"os"
 	"os/exec"
 	"slices"
@@ -59,15 +60,17 @@ type Want struct {
 // Needed is what k3s needs allowed in on a node of want's role: the API
 // (supervisor) port on servers, etcd's client and peer ports between
 // servers, the kubelet's port, flannel's backend port, the embedded
-// registry's, and everything from the pod and service networks (ufw's and
-// firewalld's rules are evaluated before kube-proxy's).
+// registry's peer port and, on agents too, its API on the supervisor port
+// (k3s's Requirements list both on all nodes), and everything from the pod
+// and service networks (ufw's and firewalld's rules are evaluated before
+// kube-proxy's).
 func Needed(w Want) []Rule {
 	var out []Rule
+	api := w.APIPort
+	if api == 0 {
+		api = 6443
+	}
 	if w.Role == "server" {
-		api := w.APIPort
-		if api == 0 {
-			api = 6443
-		}
 		out = append(out, Rule{Ports: strconv.Itoa(api), Proto: "tcp", Why: "k3s API and supervisor"})
 		if w.Etcd {
 			out = append(out, Rule{Ports: "2379:2380", Proto: "tcp", Why: "etcd client and peers"})
@@ -82,7 +85,12 @@ func Needed(w Want) []Rule {
 			Rule{Ports: "51821", Proto: "udp", Why: "flannel wireguard (IPv6)"})
 	}
 	if w.EmbeddedRegistry {
-		out = append(out, Rule{Ports: "5001", Proto: "tcp", Why: "embedded registry"})
+		out = append(out, Rule{Ports: "5001", Proto: "tcp", Why: "embedded registry (peers)"})
+		if w.Role != "server" {
+			// Every node serves the registry's API on the supervisor port; a
+			// server has it open already.
+			out = append(out, Rule{Ports: strconv.Itoa(api), Proto: "tcp", Why: "embedded registry (its API, on the supervisor port)"})
+		}
 	}
 	for _, c := range w.ClusterCIDRs {
 		out = append(out, Rule{From: c, Why: "pods"})
@@ -91,6 +99,44 @@ func Needed(w Want) []Rule {
 		out = append(out, Rule{From: c, Why: "services"})
 	}
 	return out
+}
+
+// The widest pod or service network a rule lets in, by prefix length.
+// kube-controller-manager gives each node a block of the cluster-cidr at
+// most 16 bits narrower than it (its CIDR set is a bitmap), /64 by default
+// for IPv6: it refuses an IPv6 cluster-cidr wider than /48. An IPv4 /8
+// holds 65,536 nodes' /24 blocks, far more than k3s's sizing guide goes
+// to. The service-cidr is narrower still (kube-apiserver took at most /12
+// and /108 until its ServiceCIDR allocator). A wider network is no
+// cluster's: it only opens the host (0.0.0.0/0 lets in anyone).
+const (
+	WidestIPv4 = 8
+	WidestIPv6 = 48
+)
+
+// Network is cidr in its canonical form, as ufw writes it back (10.42.0.0/16,
+// 2001:cafe:42::/56), or why it is not a pod or service network: not in
+// CIDR notation, every address or wider than WidestIPv4 / WidestIPv6, or
+// with host bits set (refused as Python's ipaddress does in strict mode:
+// ufw would keep the network, and the rule would never be found again).
+func Network(cidr string) (string, error) {
+	p, err := netip.ParsePrefix(cidr)
+	if err != nil {
+		return "", fmt.Errorf("%q is not a network in CIDR notation (such as 10.42.0.0/16)", cidr)
+	}
+	family, widest, example := "IPv4", WidestIPv4, "10.42.0.0/16"
+	if p.Addr().Is6() {
+		family, widest, example = "IPv6", WidestIPv6, "2001:cafe:42::/56"
+	}
+	switch {
+	case p.Bits() == 0:
+		return "", fmt.Errorf("%q is every %s address: letting it in would let in anyone; give k3s's own network (such as %s)", cidr, family, example)
+	case p.Bits() < widest:
+		return "", fmt.Errorf("%q is wider than a cluster's network can be (%s /%d at most): give k3s's own network (such as %s)", cidr, family, widest, example)
+	case p.Masked() != p:
+		return "", fmt.Errorf("%q has host bits set: the network is %s", cidr, p.Masked())
+	}
+	return p.String(), nil
 }
 
 // State is what a host's firewall allows now.

@@ -22,8 +22,15 @@ func TestNeeded(t *testing.T) {
 			out: []string{"6443/tcp", "10250/tcp", "8472/udp", "from 10.42.0.0/16", "from 10.43.0.0/16"}},
 		{name: "a server with etcd on another API port", want: Want{Role: "server", Etcd: true, APIPort: 7443, FlannelBackend: "vxlan"},
 			out: []string{"7443/tcp", "2379:2380/tcp", "10250/tcp", "8472/udp"}},
-		{name: "an agent with wireguard and the embedded registry", want: Want{Role: "agent", FlannelBackend: "wireguard-native", EmbeddedRegistry: true},
-			out: []string{"10250/tcp", "51820/udp", "51821/udp", "5001/tcp"}},
+		{name: "an agent with wireguard and the embedded registry: its registry API on the supervisor port too",
+			want: Want{Role: "agent", FlannelBackend: "wireguard-native", EmbeddedRegistry: true},
+			out:  []string{"10250/tcp", "51820/udp", "51821/udp", "5001/tcp", "6443/tcp"}},
+		{name: "an agent with the embedded registry, the cluster on another API port", want: Want{Role: "agent", EmbeddedRegistry: true, APIPort: 7443},
+			out: []string{"10250/tcp", "8472/udp", "5001/tcp", "7443/tcp"}},
+		{name: "a server with the embedded registry: the API port once", want: Want{Role: "server", EmbeddedRegistry: true},
+			out: []string{"6443/tcp", "10250/tcp", "8472/udp", "5001/tcp"}},
+		{name: "an agent without the embedded registry: no API port", want: Want{Role: "agent"},
+			out: []string{"10250/tcp", "8472/udp"}},
 		{name: "an agent without flannel, dual-stack", want: Want{Role: "agent", FlannelBackend: "none", ClusterCIDRs: []string{"10.42.0.0/16", "2001:cafe:42::/56"}},
 			out: []string{"10250/tcp", "from 10.42.0.0/16", "from 2001:cafe:42::/56"}},
 	} {
@@ -34,6 +41,44 @@ func TestNeeded(t *testing.T) {
 				assert.NotEmpty(t, r.Why)
 			}
 			assert.Equal(t, tc.out, got)
+		})
+	}
+}
+
+func TestNetwork(t *testing.T) {
+	for _, tc := range []struct {
+		cidr, want, err string
+	}{
+		{cidr: "10.42.0.0/16", want: "10.42.0.0/16"},
+		{cidr: "10.0.0.0/8", want: "10.0.0.0/8"},
+		{cidr: "192.168.1.0/24", want: "192.168.1.0/24"},
+		{cidr: "10.43.0.10/32", want: "10.43.0.10/32"},
+		{cidr: "2001:cafe:42::/56", want: "2001:cafe:42::/56"},
+		{cidr: "2001:cafe:43::/112", want: "2001:cafe:43::/112"},
+		{cidr: "fd00:42::/48", want: "fd00:42::/48"},
+		// ufw and firewalld list an IPv6 network in its short, lower-case form.
+		{cidr: "2001:CAFE:42:0::/56", want: "2001:cafe:42::/56"},
+		{cidr: "10.42.0.1/16", err: `"10.42.0.1/16" has host bits set: the network is 10.42.0.0/16`},
+		{cidr: "2001:cafe:42::1/56", err: `"2001:cafe:42::1/56" has host bits set: the network is 2001:cafe:42::/56`},
+		{cidr: "0.0.0.0/0", err: `"0.0.0.0/0" is every IPv4 address: letting it in would let in anyone; give k3s's own network (such as 10.42.0.0/16)`},
+		{cidr: "::/0", err: `"::/0" is every IPv6 address: letting it in would let in anyone; give k3s's own network (such as 2001:cafe:42::/56)`},
+		{cidr: "10.42.0.1/0", err: `"10.42.0.1/0" is every IPv4 address: letting it in would let in anyone; give k3s's own network (such as 10.42.0.0/16)`},
+		{cidr: "10.0.0.0/7", err: `"10.0.0.0/7" is wider than a cluster's network can be (IPv4 /8 at most): give k3s's own network (such as 10.42.0.0/16)`},
+		{cidr: "128.0.0.0/1", err: `"128.0.0.0/1" is wider than a cluster's network can be (IPv4 /8 at most): give k3s's own network (such as 10.42.0.0/16)`},
+		{cidr: "2001:cafe::/32", err: `"2001:cafe::/32" is wider than a cluster's network can be (IPv6 /48 at most): give k3s's own network (such as 2001:cafe:42::/56)`},
+		{cidr: "10.42.0.0", err: `"10.42.0.0" is not a network in CIDR notation (such as 10.42.0.0/16)`},
+		{cidr: "10.42.0.0/16; reboot", err: `"10.42.0.0/16; reboot" is not a network in CIDR notation (such as 10.42.0.0/16)`},
+		{cidr: "", err: `"" is not a network in CIDR notation (such as 10.42.0.0/16)`},
+	} {
+		t.Run(tc.cidr, func(t *testing.T) {
+			got, err := Network(tc.cidr)
+			if tc.err != "" {
+				assert.EqualError(t, err, tc.err)
+				assert.Empty(t, got)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, got)
 		})
 	}
 }

@@ -100,6 +100,26 @@ func TestRun(t *testing.T) {
 			added: []any{}},
 		{name: "a network that is none changes nothing", args: map[string]any{"role": "agent", "cluster_cidr": []any{"10.42.0.0/16; reboot"}},
 			msg: `cluster_cidr: "10.42.0.0/16; reboot" is not a network in CIDR notation (such as 10.42.0.0/16)`},
+		{name: "a network with host bits set changes nothing", args: map[string]any{"role": "agent", "cluster_cidr": []any{"10.42.0.1/16"}},
+			msg: `cluster_cidr: "10.42.0.1/16" has host bits set: the network is 10.42.0.0/16`},
+		{name: "every IPv4 address is refused", args: map[string]any{"role": "server", "service_cidr": []any{"0.0.0.0/0"}},
+			msg: `service_cidr: "0.0.0.0/0" is every IPv4 address: letting it in would let in anyone; give k3s's own network (such as 10.42.0.0/16)`},
+		{name: "every IPv6 address is refused, beside a good network", args: map[string]any{"role": "agent", "cluster_cidr": []any{"10.42.0.0/16", "::/0"}},
+			msg: `cluster_cidr: "::/0" is every IPv6 address: letting it in would let in anyone; give k3s's own network (such as 2001:cafe:42::/56)`},
+		{name: "a network wider than a cluster's is refused", args: map[string]any{"role": "agent", "cluster_cidr": []any{"10.0.0.0/4"}},
+			msg: `cluster_cidr: "10.0.0.0/4" is wider than a cluster's network can be (IPv4 /8 at most): give k3s's own network (such as 10.42.0.0/16)`},
+		{name: "an agent with the embedded registry opens its registry's ports", args: map[string]any{"role": "agent", "embedded_registry": true,
+			"flannel_backend": "none", "cluster_cidr": []any{}, "service_cidr": []any{}}, rules: []string{ssh},
+			changed: true, added: []any{"10250/tcp", "5001/tcp", "6443/tcp"},
+			ran: []string{
+				"ufw allow 10250/tcp comment gitops.k3s_flux: kubelet",
+				"ufw allow 5001/tcp comment gitops.k3s_flux: embedded registry (peers)",
+				"ufw allow 6443/tcp comment gitops.k3s_flux: embedded registry (its API, on the supervisor port)",
+			},
+			diff: "allow 22/tcp\nallow 10250/tcp\nallow 5001/tcp\nallow 6443/tcp\n"},
+		{name: "an IPv6 network written another way is the one ufw has: nothing to do", args: map[string]any{"role": "agent", "flannel_backend": "none",
+			"cluster_cidr": []any{"2001:CAFE:42:0::/56"}, "service_cidr": []any{}},
+			rules: []string{ssh, "allow tcp 10250 ::/0 any ::/0 in", "allow any any ::/0 any 2001:cafe:42::/56 in"}, added: []any{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res, code, ran := runOn(t, tc.rules, tc.args)

@@ -3,7 +3,6 @@ package k3sfirewall
 import (
 	"context"
 	"fmt"
-	"net/netip"
 	"slices"
 	"strings"
 
@@ -35,7 +34,7 @@ func Run(ctx context.Context, req *ansible.Request, h firewall.Host) (*ansible.R
 	if err := req.Decode(&a); err != nil {
 		return nil, err
 	}
-	if err := checkCIDRs(a); err != nil {
+	if err := a.canonicalNetworks(); err != nil {
 		return nil, err
 	}
 	needed := firewall.Needed(a.want())
@@ -117,17 +116,21 @@ func strs(rules []firewall.Rule) []string {
 	return out
 }
 
-// checkCIDRs refuses a network that is not one: it would reach ufw's or
-// firewalld's command line as something else.
-func checkCIDRs(a args) error {
+// canonicalNetworks writes the pod and service networks as the firewall
+// lists them, or refuses one that is not a cluster's network, naming its
+// option: it would reach ufw's or firewalld's command line as something
+// else, or open the host wider than k3s needs.
+func (a *args) canonicalNetworks() error {
 	for _, o := range []struct {
 		name  string
 		cidrs []string
 	}{{"cluster_cidr", a.ClusterCIDR}, {"service_cidr", a.ServiceCIDR}} {
-		for _, c := range o.cidrs {
-			if _, err := netip.ParsePrefix(c); err != nil {
-				return fmt.Errorf("%s: %q is not a network in CIDR notation (such as 10.42.0.0/16)", o.name, c)
+		for i, c := range o.cidrs {
+			network, err := firewall.Network(c)
+			if err != nil {
+				return fmt.Errorf("%s: %w", o.name, err)
 			}
+			o.cidrs[i] = network
 		}
 	}
 	return nil
