@@ -31,7 +31,7 @@ APT_PACKAGES := ansible-core openssh-server openssh-client iproute2 util-linux g
 BENCH_APT_PACKAGES := ansible python3-kubernetes time
 ROUNDS ?= 5
 
-.PHONY: help build docs fuzz lint soak test test-sanity test-unit test-integration test-e2e test-molecule testbed-bin testbed-rootfs collection release deps bench demo demo-collection demo-down clean
+.PHONY: help build docs fuzz lint soak test test-sanity test-unit test-integration test-e2e test-e2e-debian test-e2e-pypi test-molecule testbed-bin testbed-rootfs collection release deps bench demo demo-collection demo-down clean
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9-]+:.*## / {printf "  %-17s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -40,19 +40,22 @@ build: $(NODE_BINARIES) $(CONTROLLER_BINARIES) ## Build the binaries: node modul
 	@sha256sum $(NODE_BINARIES) $(CONTROLLER_BINARIES) >plugins/bin/SHA256SUMS
 	@ls -lL $(NODE_BINARIES) $(CONTROLLER_BINARIES) | awk '{printf "  %-40s %6.2f MB\n", $$9, $$5/1048576}'
 
+# What the binaries are built from: a binary is rebuilt only when one of these is newer (make test
+# builds once per tier; a relink of every platform's binaries costs each of them).
+GO_SOURCES := $(shell find cmd internal modules -type f ! -name '*_test.go' ! -path '*/testdata/*') go.mod go.sum
+
 # plugins/bin/linux_arm/k3s_node: ./cmd/k3s_node for linux_arm
-$(NODE_BINARIES): plugins/bin/%: FORCE
+$(NODE_BINARIES): plugins/bin/%: $(GO_SOURCES)
 	@$(call go_build_for,$(patsubst %/,%,$(dir $*)),./cmd/$(notdir $*))
 
-$(CONTROLLER_BINARIES): plugins/bin/%/controller: FORCE
+$(CONTROLLER_BINARIES): plugins/bin/%/controller: $(GO_SOURCES)
 	@$(call go_build_for,$*,./cmd/controller)
-
-FORCE:
 
 docs: ## Regenerate the sidecar docs (plugins/modules/*.yml) and golden files
 	go test ./modules/... ./internal/registry -run 'TestSidecarDocs|Golden' -update
 
-test: deps lint test-sanity testbed-bin testbed-rootfs test-unit test-integration test-e2e test-molecule ## Everything CI runs: installs what it needs, lints, builds the test bed, all tests
+test: deps ## Everything CI runs: installs what it needs, lints, builds the test bed, all tests; every tier runs even when one fails, then a summary (tier, passed, failed, seconds)
+	tests/tools/tiers.sh
 
 lint: deps build ## goimports, go vet and staticcheck (every build tag), yamllint, ansible-lint --profile production
 	hack/lint.sh
@@ -61,7 +64,7 @@ test-sanity: deps ## ansible-test sanity (ansible-core 2.19, --local with its pi
 	tests/tools/sanity.sh
 
 test-unit: ## Unit tests as an unprivileged user (nobody), no test bed; each module with logic at 80% coverage or more; the plugins' Python on ansible-core 2.14 and 2.19
-	tests/tools/unit.sh
+	GOTESTFLAGS="$(GOTESTFLAGS)" tests/tools/unit.sh
 
 FUZZTIME ?= 30s
 # The packages with a FuzzNoLog.
@@ -80,16 +83,20 @@ testbed-rootfs: ## Register qemu-user-static with binfmt_misc and build the arm6
 	tests/tools/rootfs.sh arm64 >/dev/null
 	tests/tools/rootfs.sh armhf >/dev/null
 
-test-e2e: build testbed-rootfs ## End-to-end tests over SSH to test hosts (needs root): with Debian's ansible-core (pipelining off), then with ansible-core 2.19 from requirements.txt (pipelining on)
+test-e2e: test-e2e-debian test-e2e-pypi ## End-to-end tests over SSH to test hosts (needs root): with Debian's ansible-core (pipelining off), then with ansible-core 2.19 from requirements.txt (pipelining on)
+
+test-e2e-debian: build testbed-rootfs ## The end-to-end tests with Debian's ansible-core, pipelining off
 	just="$$(hack/just.sh)" && PATH="$$just:$$PATH" E2E_ANSIBLE_CORE="$$(dpkg-query -W -f '$${Version}' ansible-core | cut -d- -f1)" E2E_PIPELINING=false \
-		go test -tags e2e -count=1 -timeout 20m -v ./tests/e2e/...
+		go test -tags e2e -count=1 -timeout 20m -v $(GOTESTFLAGS) ./tests/e2e/...
+
+test-e2e-pypi: build testbed-rootfs ## The end-to-end tests with ansible-core 2.19 from requirements.txt, pipelining on
 	venv="$$(hack/venv.sh)" && just="$$(hack/just.sh)" && PATH="$$venv/bin:$$just:$$PATH" E2E_ANSIBLE_CORE="$$(sed -n 's/^ansible-core==//p' requirements.txt)" E2E_PIPELINING=true \
-		go test -tags e2e -count=1 -timeout 20m -v ./tests/e2e/...
+		go test -tags e2e -count=1 -timeout 20m -v $(GOTESTFLAGS) ./tests/e2e/...
 
 N ?= 3
 
-soak: deps testbed-bin testbed-rootfs build ## Run the integration and e2e tiers N times (N=3) and list each test's passes, failures and durations (not part of make test)
-	tests/tools/soak.sh $(N)
+soak: deps testbed-bin testbed-rootfs build ## Run the integration and e2e tiers N times (N=3) and list each test's passes, failures and durations (not part of make test); LOADED=1 under a CPU hog on one core and an fsync writer
+	LOADED="$(LOADED)" tests/tools/soak.sh $(N)
 
 test-molecule: testbed-bin build ## molecule test of the default scenario against the test bed (molecule from requirements.txt)
 	tests/tools/molecule.sh

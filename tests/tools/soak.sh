@@ -2,12 +2,27 @@
 # make soak N=3: the integration and end-to-end tiers N times in a row, then each test's runs,
 # passes, failures and durations, for finding tests that fail now and then. Not part of make test.
 # The e2e tier runs twice a round (both ansible-cores), so its tests count two runs a round.
+# LOADED=1 (make soak LOADED=1): under load, as a busy CI machine is: a CPU hog on one of the two
+# cores and a writer that fsyncs 64 MiB over and over, both started here, bounded by the soak's
+# rounds (an hour each at most), and stopped by their PIDs when it ends.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 cd "$root"
 rounds="${1:-3}"
 logs="$(mktemp -d /tmp/k3sf-soak-XXXXXX)"
 failed_rounds=0
+load_pids=()
+stop_load() { [ "${#load_pids[@]}" -eq 0 ] || kill "${load_pids[@]}" 2>/dev/null || true; }
+trap stop_load EXIT
+if [ "${LOADED:-0}" = 1 ]; then
+  bound=$((rounds * 3600))
+  timeout "$bound" taskset -c "$(($(nproc) - 1))" sh -c 'while :; do :; done' &
+  load_pids+=($!)
+  # shellcheck disable=SC2016 # $1 is the inner shell's
+  timeout "$bound" sh -c 'while :; do dd if=/dev/zero of="$1" bs=1M count=64 conv=fsync status=none; rm -f "$1"; done' sh "$logs/io-load" &
+  load_pids+=($!)
+  echo "soak under load: a CPU hog on core $(($(nproc) - 1)) (pid ${load_pids[0]}), an fsync writer (pid ${load_pids[1]})"
+fi
 for i in $(seq 1 "$rounds"); do
   start=$SECONDS
   # -k: an integration failure does not keep the e2e tier from running.

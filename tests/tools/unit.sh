@@ -27,7 +27,9 @@ cd "$root"
 start=$SECONDS
 out="$(mktemp)"
 trap 'rm -f "$out"' EXIT
-if ! run_as go test -count=1 -cover ./... 2>&1 | tee "$out"; then
+# GOTESTFLAGS: make test passes -v, so that its summary counts each test.
+# shellcheck disable=SC2086 # flags, split on purpose
+if ! run_as go test -count=1 -cover ${GOTESTFLAGS:-} ./... 2>&1 | tee "$out"; then
   echo "unit tests failed" >&2
   exit 1
 fi

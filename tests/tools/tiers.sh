@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# make test: every tier in turn, each run even when an earlier one failed (a failure must not hide
+# what else is wrong), its output shown as it comes, then one summary: tier, result, tests passed
+# and failed, seconds. Exits non-zero when any tier failed.
+#
+# Counted: go test's `--- PASS` and `--- FAIL` lines (tests and subtests: the go tiers run with -v),
+# Python unittest's `Ran N tests` (less its failures and errors), and a tier that counts nothing
+# (lint, sanity, the test bed's build, molecule) as one check. A tier that fails before any test
+# failed (a build error) counts one failure.
+set -uo pipefail
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+cd "$root" || exit 1
+logs="$(mktemp -d /tmp/k3sf-tiers-XXXXXX)"
+trap 'rm -rf "$logs"' EXIT
+
+# tier name, then the make targets and variables that run it.
+tiers=(
+  "lint|lint"
+  "sanity|test-sanity"
+  "test bed|testbed-bin testbed-rootfs build"
+  "unit|test-unit GOTESTFLAGS=-v"
+  "integration|test-integration GOTESTFLAGS=-v"
+  "e2e ansible-core $(dpkg-query -W -f '${Version}' ansible-core 2>/dev/null | cut -d- -f1)|test-e2e-debian"
+  "e2e ansible-core $(sed -n 's/^ansible-core==//p' requirements.txt)|test-e2e-pypi"
+  "molecule|test-molecule"
+)
+
+# count prints "passed failed" for a tier's log and exit code.
+count() {
+  local log="$1" rc="$2"
+  awk -v rc="$rc" '
+    /^[[:space:]]*--- PASS: / { passed++ }
+    /^[[:space:]]*--- FAIL: / { failed++ }
+    /^Ran [0-9]+ tests? in / { ran += $2; py = 1 }
+    /^FAILED \(/ { n = split($0, f, /[^0-9]+/); for (i = 1; i <= n; i++) if (f[i] != "") pyfailed += f[i] }
+    END {
+      passed += ran - pyfailed; failed += pyfailed
+      if (passed + failed == 0) { if (rc == 0) passed = 1; else failed = 1 }
+      else if (rc != 0 && failed == 0) failed = 1
+      print passed + 0, failed + 0
+    }' "$log"
+}
+
+summary=()
+total_passed=0
+total_failed=0
+failed_tiers=0
+for entry in "${tiers[@]}"; do
+  name="${entry%%|*}"
+  read -r -a targets <<<"${entry#*|}"
+  log="$logs/${#summary[@]}.log"
+  echo "=== tier: $name (make ${targets[*]})"
+  start=$SECONDS
+  make --no-print-directory "${targets[@]}" 2>&1 | tee "$log"
+  rc=${PIPESTATUS[0]}
+  seconds=$((SECONDS - start))
+  read -r passed failed < <(count "$log" "$rc")
+  result=ok
+  if [ "$rc" -ne 0 ]; then
+    result=FAILED
+    failed_tiers=$((failed_tiers + 1))
+  fi
+  echo "=== tier: $name: $result in $seconds s ($passed passed, $failed failed)"
+  summary+=("$(printf '%-28s %-7s %7d %7d %8d' "$name" "$result" "$passed" "$failed" "$seconds")")
+  total_passed=$((total_passed + passed))
+  total_failed=$((total_failed + failed))
+done
+
+echo
+echo "make test: summary"
+printf '%-28s %-7s %7s %7s %8s\n' tier result passed failed seconds
+printf '%s\n' "${summary[@]}"
+printf '%-28s %-7s %7d %7d %8d\n' total "$([ "$failed_tiers" -eq 0 ] && echo ok || echo FAILED)" "$total_passed" "$total_failed" "$SECONDS"
+# The plain closing line CI reads.
+echo "test: $total_passed passed, $total_failed failed"
+[ "$failed_tiers" -eq 0 ]
