@@ -8,14 +8,17 @@ var module = &ansible.Module{
 	Description: []string{
 		"Takes the admin kubeconfig k3s writes on a server (C(/etc/rancher/k3s/k3s.yaml), as M(gitops.k3s_flux.k3s_node_info) returns it), points every cluster in it at C(server) and renames what k3s calls C(default) (cluster, user, context, current context) to C(cluster_name).",
 		"Writes it to C(dest) atomically, mode 0600, creating a missing directory with mode 0700 and a C(.gitignore) in it that keeps everything there out of git (the directory is often inside the GitOps repository, where a C(git add -A) would publish cluster-admin credentials); an existing file with other content is replaced (kept beside it with C(backup)), one with the same content but another mode gets 0600.",
-		"With C(merge), C(dest) is a kubeconfig of the user's own (such as C(~/.kube/config)): the cluster, user and context named C(cluster_name) are added or replaced, everything else in it is kept (other contexts, their credentials, preferences), and the current context is set to C(cluster_name) only when the file has none. C(state=absent) takes those three entries out again, and nothing else; a file without them is left as it is. The file is written whole again, as C(kubectl config) writes it (comments are not kept).",
+		"With C(merge), C(dest) is a kubeconfig of the user's own (such as C(~/.kube/config)): the cluster, user and context named C(cluster_name) are added or replaced, everything else in it is kept (other contexts, their credentials, preferences), and the current context is set to C(cluster_name) only when the file has none. The file is written whole again, as C(kubectl config) writes it (comments are not kept); before the first merge into an existing file (one holding none of the entries this module marks), it is copied beside itself as C(<dest>.<pid>.<timestamp>~), mode 0600, returned as C(backup_file).",
+		"A merge touches only what it wrote: each cluster, user and context it writes carries a kubeconfig extension named C(gitops.k3s_flux) (C(managed-by: gitops.k3s_flux)), which kubectl and client-go keep. An entry named C(cluster_name) without it is the user's: it is never replaced or removed, and a merge that would replace it is refused, naming it. Entries an earlier version of the collection wrote carry no mark; they are taken over (marked, with a warning) when the cluster has the same API endpoint and CA as the one written, the user holds only a client certificate and key (as k3s's admin does) and the context joins those two; any other is refused.",
+		"A merge refuses a C(dest) that is not a kubeconfig and leaves it byte for byte as it was: kubectl takes any mapping for one and drops what it does not know, a merge is stricter since it writes the file whole again. A kubeconfig here is an empty file, or one YAML or JSON mapping whose top-level keys are all a kubeconfig's (C(apiVersion), C(kind), C(clusters), C(contexts), C(users), C(current-context), C(preferences), C(extensions)), with C(kind=Config) (C(apiVersion=v1) when given) or, without a kind, at least one of C(clusters), C(contexts), C(users), C(current-context), C(preferences); and that client-go reads. A compose file, a package.json or C(notes: really) is not.",
+		"C(state=absent) takes out the cluster, user and context named C(cluster_name) that carry the mark, and nothing else: an unmarked one stays (a warning names it), the current context is unset only when it was the context removed, and another context that used the removed cluster or user is left as it is, with a warning naming it. A file without them is left as it is.",
 		"Role k8s_cluster runs it on the controller after the first controller's kubeconfig was read, and with C(merge) for C(k8s_cluster_kubeconfig_merge); playbook reset takes the context out again.",
 	},
 	Author:    []string{"gitops.k3s_flux maintainers (@gitops-k3s-flux)"},
 	CheckMode: "full",
 	DiffMode:  "full",
 	Notes: []string{
-		"The diff shows the kubeconfig with its credentials replaced by C(<redacted>): a user's client key, token and password, an auth-provider's id, refresh and access tokens and client secret, and every value of an exec plugin's C(env). An existing file is parsed to find them whatever its style (rendered again from the parse when the line-by-line redaction would leave one, C(<not shown: does not parse>) when it does not parse); those values are masked in every result (an exec C(env) value when its name says it is a secret).",
+		"The diff shows the kubeconfig with its credentials replaced by C(<redacted>): a user's client key, token and password, an auth-provider's id, refresh and access tokens and client secret, and every arg and every C(env) value of an exec plugin (kubelogin takes its client secret in C(--oidc-client-secret=...)). With C(merge) it shows only the entries named C(cluster_name) (and the current context when it is that one), never the rest of the user's file. An existing file is parsed to find the credentials whatever its style (rendered again from the parse when the line-by-line redaction would leave one, C(<not shown: does not parse>) when it does not parse); those values are masked in every result (an exec C(env) value when its name says it is a secret, an exec arg when the flag's name does).",
 		"A C(dest) that is a symbolic link is followed: the file it points to is written.",
 	},
 	Spec: ansible.Spec{Options: []ansible.Option{
@@ -28,11 +31,11 @@ var module = &ansible.Module{
 		{Name: "cluster_name",
 			Description: []string{"The name of the cluster, user and context that k3s calls C(default). Default: as written."}},
 		{Name: "merge", Type: ansible.TypeBool, Default: false,
-			Description: []string{"Merge into C(dest) (a kubeconfig with other contexts) instead of replacing it: only the cluster, user and context named C(cluster_name), which must be set, are written. A C(dest) that is not a kubeconfig is refused and left as it is."}},
+			Description: []string{"Merge into C(dest) (a kubeconfig with other contexts) instead of replacing it: only the cluster, user and context named C(cluster_name), which must be set, are written, each marked as this module's. A C(dest) that is not a kubeconfig, or that holds an entry of that name this module did not write, is refused and left as it is."}},
 		{Name: "state", Default: "present", Choices: []any{"present", "absent"},
-			Description: []string{"C(absent) takes the cluster, user and context named C(cluster_name) out of C(dest) (with C(merge) only: never a whole file); the current context, if it was that one, is unset."}},
+			Description: []string{"C(absent) takes the cluster, user and context named C(cluster_name) that this module wrote (marked) out of C(dest) (with C(merge) only: never a whole file); the current context, if it was that one, is unset."}},
 		{Name: "backup", Type: ansible.TypeBool, Default: false,
-			Description: []string{"Keep a file with other content beside it, as C(<dest>.<pid>.<timestamp>~), before replacing it."}},
+			Description: []string{"Keep a file with other content beside it, as C(<dest>.<pid>.<timestamp>~), before replacing it. With C(merge), before every change (the first merge into a file keeps it anyway)."}},
 	},
 		RequiredIf: []ansible.RequiredIf{
 			{Key: "state", Value: "present", Requirements: []string{"content"}},
@@ -70,6 +73,6 @@ var module = &ansible.Module{
 		{Name: "server", Description: []string{"The API endpoint of the current context's cluster."}, Returned: "always", Type: "str", Sample: "https://10.0.0.11:6443"},
 		{Name: "context", Description: []string{"The current context."}, Returned: "always", Type: "str", Sample: "homelab"},
 		{Name: "ignore_file", Description: []string{"The C(.gitignore) written in the directory the module made for C(dest)."}, Returned: "when the directory was made", Type: "str", Sample: "/home/me/home-ops/ansible/.generated/.gitignore"},
-		{Name: "backup_file", Description: []string{"The copy of the file that was replaced."}, Returned: "changed and backup", Type: "str", Sample: "/home/me/.kube/homelab.4242.2026-12-03@09:41:00~"},
+		{Name: "backup_file", Description: []string{"The copy of the file that was replaced or merged into, mode 0600."}, Returned: "changed, and backup or the first merge into an existing file", Type: "str", Sample: "/home/me/.kube/homelab.4242.2026-12-03@09:41:00~"},
 	},
 }

@@ -57,62 +57,134 @@ func run(_ context.Context, req *ansible.Request) (*ansible.Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if a.Merge {
+		return runMerge(req, a, destFile{dest, old, mode, exists})
+	}
 	var prev *clientcmdapi.Config
 	if exists {
-		prev, err = clientcmd.Load(old)
-		if err == nil {
+		if prev, err = clientcmd.Load(old); err == nil {
 			addSecrets(req, prev)
-		} else if a.Merge {
-			return nil, fmt.Errorf("dest %s is not a kubeconfig (%v): nothing was changed", dest, err)
 		}
 	}
-	cfg, err := desired(req, a, prev)
+	cfg, err := loadContent(req, a)
 	if err != nil {
 		return nil, err
-	}
-	res := &ansible.Result{}
-	res.Set("dest", dest)
-	res.Set("context", cfg.CurrentContext)
-	res.Set("server", currentServer(cfg))
-	if a.State == "absent" && (prev == nil || !holds(prev, a.ClusterName)) {
-		return res, nil
 	}
 	content, err := clientcmd.Write(*cfg)
 	if err != nil {
 		return nil, fmt.Errorf("encode the kubeconfig: %w", err)
 	}
-	before := old
-	if a.Merge && prev != nil {
-		// What the file says, as it would be written: a merge that adds
-		// nothing changes nothing, however the file was formatted.
-		if before, err = clientcmd.Write(*prev); err != nil {
-			return nil, fmt.Errorf("encode %s: %w", dest, err)
-		}
-	}
-	contentChanged := !exists || !bytes.Equal(before, content)
+	res := result(dest, cfg)
+	contentChanged := !exists || !bytes.Equal(old, content)
 	res.Changed = contentChanged || mode != fileMode
 	if contentChanged {
 		shown := ""
 		if exists {
-			shown = redact(string(before))
+			shown = redact(string(old))
 		}
 		res.Diff = []ansible.Diff{{Before: shown, After: redact(string(content)), BeforeHeader: dest, AfterHeader: dest}}
 	}
 	if !res.Changed || req.CheckMode {
 		return res, nil
 	}
-	return res, apply(res, dest, old, content, exists, contentChanged, a.Backup)
+	return res, apply(res, dest, old, content, exists, contentChanged, exists && a.Backup)
 }
 
-// desired is the kubeconfig to write: content, pointed and renamed, whole
-// or merged into prev; or prev without the entries named cluster_name.
-func desired(req *ansible.Request, a args, prev *clientcmdapi.Config) (*clientcmdapi.Config, error) {
-	if a.State == "absent" {
-		if prev == nil {
-			return clientcmdapi.NewConfig(), nil
+// destFile is what was at dest when the module started.
+type destFile struct {
+	path   string
+	old    []byte
+	mode   fs.FileMode
+	exists bool
+}
+
+// runMerge adds (or with state=absent removes) the entries named
+// cluster_name in the user's kubeconfig at dest, and nothing else: a file
+// that is no kubeconfig, or an entry of that name this module did not
+// write, is refused before anything is written. The file is backed up
+// before the first merge into it; the diff shows only those entries.
+func runMerge(req *ansible.Request, a args, d destFile) (*ansible.Result, error) {
+	prev := clientcmdapi.NewConfig()
+	if d.exists {
+		if err := kubeconfigShape(d.old); err != nil {
+			return nil, fmt.Errorf("dest %s is not a kubeconfig: %w; nothing was changed", d.path, err)
 		}
-		return without(prev, a.ClusterName), nil
+		loaded, err := clientcmd.Load(d.old)
+		if err != nil {
+			return nil, fmt.Errorf("dest %s is not a kubeconfig (%w); nothing was changed", d.path, err)
+		}
+		prev = loaded
+		addSecrets(req, prev)
 	}
+	out, warnings, err := mergePlan(req, a, prev)
+	if err != nil {
+		return nil, fmt.Errorf("dest %s: %w", d.path, err)
+	}
+	res := result(d.path, out)
+	res.Warnings = warnings
+	// Both as they would be written: a merge that adds nothing changes
+	// nothing, however the file was formatted.
+	before, err := clientcmd.Write(*prev)
+	if err != nil {
+		return nil, fmt.Errorf("encode %s: %w", d.path, err)
+	}
+	content, err := clientcmd.Write(*out)
+	if err != nil {
+		return nil, fmt.Errorf("encode the kubeconfig: %w", err)
+	}
+	contentChanged := !bytes.Equal(before, content) || (!d.exists && a.State == "present")
+	res.Changed = contentChanged || (a.State == "present" && d.exists && d.mode != fileMode)
+	if contentChanged {
+		if res.Diff, err = ownDiff(d.path, prev, out, a.ClusterName); err != nil {
+			return nil, err
+		}
+	}
+	if !res.Changed || req.CheckMode {
+		return res, nil
+	}
+	// The first merge into a file keeps it as it was: the user's own.
+	backup := d.exists && len(bytes.TrimSpace(d.old)) > 0 && (a.Backup || !ownsAny(prev, a.ClusterName))
+	return res, apply(res, d.path, d.old, content, d.exists, contentChanged, backup)
+}
+
+// mergePlan is prev with the entries named cluster_name merged from content,
+// or taken out with state=absent; and the warnings to give.
+func mergePlan(req *ansible.Request, a args, prev *clientcmdapi.Config) (*clientcmdapi.Config, []string, error) {
+	if a.State == "absent" {
+		out, warnings := withoutOurs(prev, a.ClusterName)
+		return out, warnings, nil
+	}
+	ours, err := loadContent(req, a)
+	if err != nil {
+		return nil, nil, err
+	}
+	return merged(prev, ours, a.ClusterName)
+}
+
+// ownDiff shows the entries named name before and after, redacted.
+func ownDiff(dest string, prev, out *clientcmdapi.Config, name string) ([]ansible.Diff, error) {
+	before, err := ownView(prev, name)
+	if err != nil {
+		return nil, fmt.Errorf("show %s: %w", dest, err)
+	}
+	after, err := ownView(out, name)
+	if err != nil {
+		return nil, fmt.Errorf("show the kubeconfig: %w", err)
+	}
+	return []ansible.Diff{{Before: redact(before), After: redact(after), BeforeHeader: dest, AfterHeader: dest}}, nil
+}
+
+// result holds what every run returns: the file and cfg's current context.
+func result(dest string, cfg *clientcmdapi.Config) *ansible.Result {
+	res := &ansible.Result{}
+	res.Set("dest", dest)
+	res.Set("context", cfg.CurrentContext)
+	res.Set("server", currentServer(cfg))
+	return res
+}
+
+// loadContent is the admin kubeconfig given, pointed at server and renamed.
+func loadContent(req *ansible.Request, a args) (*clientcmdapi.Config, error) {
 	cfg, err := clientcmd.Load([]byte(a.Content))
 	if err != nil {
 		return nil, fmt.Errorf("content is not a kubeconfig: %w", err)
@@ -122,48 +194,7 @@ func desired(req *ansible.Request, a args, prev *clientcmdapi.Config) (*clientcm
 		return nil, errors.New("content is not a kubeconfig: it has no clusters (expected the admin kubeconfig k3s writes on a server)")
 	}
 	rewrite(cfg, a.Server, a.ClusterName)
-	if a.Merge && prev != nil {
-		return merged(prev, cfg, a.ClusterName)
-	}
 	return cfg, nil
-}
-
-// merged is prev with ours's cluster, user and context named name added
-// or replaced; the current context becomes name only where prev has none.
-func merged(prev, ours *clientcmdapi.Config, name string) (*clientcmdapi.Config, error) {
-	ctx, ok := ours.Contexts[name]
-	if !ok {
-		return nil, fmt.Errorf("content has no context %q to merge (k3s names its own %q)", name, k3sName)
-	}
-	out := prev.DeepCopy()
-	out.Contexts[name] = ctx
-	out.Clusters[name] = ours.Clusters[ctx.Cluster]
-	out.AuthInfos[name] = ours.AuthInfos[ctx.AuthInfo]
-	ctx.Cluster, ctx.AuthInfo = name, name
-	if out.CurrentContext == "" {
-		out.CurrentContext = name
-	}
-	return out, nil
-}
-
-// holds says whether cfg has a cluster, user or context named name.
-func holds(cfg *clientcmdapi.Config, name string) bool {
-	_, cluster := cfg.Clusters[name]
-	_, user := cfg.AuthInfos[name]
-	_, context := cfg.Contexts[name]
-	return cluster || user || context
-}
-
-// without is cfg without the cluster, user and context named name.
-func without(cfg *clientcmdapi.Config, name string) *clientcmdapi.Config {
-	out := cfg.DeepCopy()
-	delete(out.Clusters, name)
-	delete(out.AuthInfos, name)
-	delete(out.Contexts, name)
-	if out.CurrentContext == name {
-		out.CurrentContext = ""
-	}
-	return out
 }
 
 // apply writes content to dest (or only fixes its mode), keeping a backup
@@ -175,7 +206,7 @@ func apply(res *ansible.Result, dest string, old, content []byte, exists, conten
 		}
 		return nil
 	}
-	if exists && backup {
+	if backup {
 		name, err := atomicfile.Backup(dest, old, fileMode)
 		if err != nil {
 			return err
@@ -280,8 +311,32 @@ func addSecrets(req *ansible.Request, cfg *clientcmdapi.Config) {
 					req.AddSecret(env.Value)
 				}
 			}
+			for _, v := range execArgSecrets(u.Exec.Args) {
+				req.AddSecret(v)
+			}
 		}
 	}
+}
+
+// execArgSecrets are the values an exec plugin's args give to flags whose
+// name says they hold a secret, as kubelogin's --oidc-client-secret=...
+// (the diff hides every arg).
+func execArgSecrets(args []string) []string {
+	var out []string
+	for i, arg := range args {
+		if !strings.HasPrefix(arg, "-") {
+			continue
+		}
+		flag, value, found := strings.Cut(arg, "=")
+		switch {
+		case !ansible.SecretName(flag):
+		case found:
+			out = append(out, value)
+		case i+1 < len(args):
+			out = append(out, args[i+1])
+		}
+	}
+	return out
 }
 
 // secretKeys are the kubeconfig fields whose values are credentials: a
@@ -290,14 +345,15 @@ var secretKeys = map[string]bool{"client-key-data": true, "token": true, "passwo
 	"id-token": true, "refresh-token": true, "access-token": true, "client-secret": true}
 
 // secretField is a credential's place in a kubeconfig: a secret key at any
-// depth, or the value of an exec plugin's environment variable.
+// depth, the value of an exec plugin's environment variable, or its args
+// (a client secret is often given there).
 func secretField(path []string) (string, bool) {
 	n := len(path)
 	if n == 0 {
 		return "", false
 	}
 	slot := strings.Join(path, ".")
-	if secretKeys[path[n-1]] {
+	if secretKeys[path[n-1]] || (n >= 2 && path[n-1] == "args" && path[n-2] == "exec") {
 		return slot, true
 	}
 	return slot, n >= 3 && path[n-1] == "value" && path[n-3] == "env" && strings.HasPrefix(path[n-2], "[")

@@ -214,6 +214,8 @@ func TestRedactAnyStyle(t *testing.T) {
 			"{\"users\": [{\"name\": \"a\", \"user\": {\"token\": \"<redacted>\"}}]}\n"},
 		"token on the line after (parsed)": {"users:\n- name: a\n  user:\n    token:\n      " + secret + "\n",
 			"users:\n  - name: a\n    user:\n      token: \"<redacted>\"\n"},
+		"exec args (parsed)": {"users:\n- name: oidc\n  user:\n    exec:\n      command: kubectl\n      args:\n      - oidc-login\n      - --oidc-client-secret=" + secret + "\n",
+			"users:\n  - name: oidc\n    user:\n      exec:\n        command: kubectl\n        args:\n          - \"<redacted>\"\n          - \"<redacted>\"\n"},
 		"does not parse": {"users:\n- name: a\n  user: {token: " + secret + "\n", "<not shown: does not parse>"},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -343,6 +345,23 @@ func TestMergeRefuses(t *testing.T) {
 			raw, err := os.ReadFile(notKubeconfig)
 			require.NoError(t, err)
 			assert.Equal(t, "clusters: [this is: not]: a kubeconfig\n", string(raw), "left as it was")
+		})
+	}
+}
+
+func TestExecArgSecrets(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"kubelogin", []string{"oidc-login", "get-token", "--oidc-issuer-url=https://issuer.example", "--oidc-client-secret=s3cr3t"}, []string{"s3cr3t"}},
+		{"value after the flag", []string{"--token", "t0ken", "--region", "eu"}, []string{"t0ken"}},
+		{"a flag last", []string{"--password"}, nil},
+		{"no secret", []string{"eks", "get-token", "--cluster-name", "prod"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, execArgSecrets(tc.args))
 		})
 	}
 }
