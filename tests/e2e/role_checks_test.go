@@ -33,6 +33,8 @@ func TestRoleRefusesBadVariablesBeforeAnyHost(t *testing.T) {
 		require.NoError(t, os.WriteFile(path, []byte(b.String()), 0o600))
 		return path
 	}
+	// The user's kubeconfig reached through a link: the same file as the one written.
+	require.NoError(t, os.Symlink(filepath.Join(dir, "kubeconfig"), filepath.Join(dir, "config")))
 	for _, tc := range []struct {
 		name        string
 		controllers int
@@ -45,6 +47,8 @@ func TestRoleRefusesBadVariablesBeforeAnyHost(t *testing.T) {
 			"k8s_cluster_install_source airgap needs k8s_cluster_airgap_binary and k8s_cluster_airgap_script (paths on the controller)."},
 		{"an API address that is no address", 3, map[string]any{"k8s_cluster_api_vip": "vip.home.arpa"},
 			`k8s_cluster_api_vip must be an IP address (kube-vip holds it on one server), got \"vip.home.arpa\"; nothing was changed.`},
+		{"a merge into the kubeconfig written", 1, map[string]any{"k8s_cluster_kubeconfig_merge": filepath.Join(dir, "config")},
+			"k8s_cluster_kubeconfig_merge (" + filepath.Join(dir, "config") + ") and k8s_cluster_kubeconfig_dest (" + filepath.Join(dir, "kubeconfig") + ") are the same file"},
 		{"an interface that is none", 1, map[string]any{"k8s_cluster_api_vip": "10.0.0.100", "k8s_cluster_api_vip_interface": "eth0; reboot"},
 			`k8s_cluster_api_vip_interface must name the network interface of the servers that kube-vip puts 10.0.0.100 on (eth0, end0, ...), got \"eth0; reboot\"; nothing was changed.`},
 	} {
@@ -59,7 +63,7 @@ func TestRoleRefusesBadVariablesBeforeAnyHost(t *testing.T) {
 			require.Error(t, r.err)
 			assert.Contains(t, strings.Join(strings.Fields(r.output), " "), tc.want)
 			assert.NotContains(t, r.output, "UNREACHABLE", "no host contacted")
-			assert.Contains(t, r.output, "Check the controller count, the install source and the API address")
+			assert.Contains(t, r.output, "Check the controller count, the install source, the API address and the kubeconfig paths")
 		})
 	}
 }
