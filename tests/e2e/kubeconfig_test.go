@@ -85,6 +85,13 @@ func TestKubeconfigMergeKeepsOtherContexts(t *testing.T) {
 		assert.Equal(t, "work", cfg.CurrentContext)
 		assert.Equal(t, workPassword, cfg.AuthInfos["me@work"].Password)
 		assert.Equal(t, "https://"+b.Hosts.Host("node1").Addr+":6443", cfg.Clusters["homelab"].Server)
+		assert.Contains(t, cfg.Clusters["homelab"].Extensions, "gitops.k3s_flux", "marked as the collection's")
+		backups, err := filepath.Glob(kube + ".*~")
+		require.NoError(t, err)
+		require.Len(t, backups, 1, "the user's file kept before the first merge")
+		kept, err := os.ReadFile(backups[0])
+		require.NoError(t, err)
+		assert.Equal(t, workKubeconfig, string(kept))
 
 		rest, err := clientcmd.NewNonInteractiveClientConfig(*cfg, "homelab", nil, nil).ClientConfig()
 		require.NoError(t, err)
