@@ -370,6 +370,30 @@ func TestOneSlip(t *testing.T) {
 	}
 }
 
+func TestURLPasswords(t *testing.T) {
+	for _, tc := range []struct {
+		name, url string
+		want      []string
+	}{
+		{"plain", "http://u:pw@proxy:3128", []string{"pw"}},
+		{"written encoded, lower-case hex", "http://homelab:s3cr%40t%3apw%21@proxy.lan:3128",
+			[]string{"s3cr%40t%3apw%21", "s3cr@t:pw!", "s3cr%40t%3Apw%21", "s3cr@t:pw%21"}},
+		{"a space: query and path encode it apart", "http://u:a%20b@proxy", []string{"a%20b", "a b", "a+b"}},
+		{"quoted, as the install script writes it", "'http://u:pw@proxy:3128'", []string{"pw"}},
+		{"no scheme, as proxy variables allow", "u:pw@proxy:3128", []string{"pw"}},
+		{"an @ in the path is no userinfo", "http://proxy:3128/a@b", nil},
+		{"a user without a password", "http://u@proxy:3128", nil},
+		{"no userinfo", "http://proxy:3128", nil},
+		{"empty", "", nil},
+		{"does not parse (a bad escape): still found", "http://u:pw%zz@proxy:3128", []string{"pw%zz", "pw%25zz"}},
+		{"does not parse (an unencoded #): still found", "http://u:p#w@proxy:3128", []string{"p#w", "p%23w"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, ansible.URLPasswords(tc.url))
+		})
+	}
+}
+
 // The protocol alone: no no_log value of the test module's spec (nested
 // dicts, lists of dicts, aliases) reaches stdout, whatever the arguments.
 func FuzzNoLog(f *testing.F) {

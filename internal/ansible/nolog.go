@@ -1,6 +1,7 @@
 package ansible
 
 import (
+	"net/url"
 	"slices"
 	"strings"
 )
@@ -186,4 +187,45 @@ func RedactedAs(changed bool) string {
 		return RedactedChanged
 	}
 	return Redacted
+}
+
+// URLPasswords is the password of a URL's userinfo (http://user:pw@host) in
+// every form it can take in an output: as written, percent-decoded, and
+// percent-encoded again as Go's url package, a query and a path would write
+// it. A password holding @ : / # % must be written encoded, so masking only
+// one form leaves the other shown. A URL that does not parse still has its
+// password found: the authority is then taken to reach its last @.
+func URLPasswords(raw string) []string {
+	s := strings.Trim(strings.TrimSpace(raw), `'"`)
+	if !strings.Contains(s, "://") {
+		s = "http://" + s // as Go's and curl's proxy variables read "user:pw@proxy:3128"
+	}
+	_, rest, _ := strings.Cut(s, "://")
+	if u, err := url.Parse(s); err == nil {
+		if u.User == nil {
+			return nil
+		}
+		if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+			rest = rest[:i]
+		}
+	}
+	at := strings.LastIndex(rest, "@")
+	if at < 0 {
+		return nil
+	}
+	_, written, ok := strings.Cut(rest[:at], ":")
+	if !ok || written == "" {
+		return nil
+	}
+	decoded, err := url.PathUnescape(written)
+	if err != nil {
+		decoded = written
+	}
+	var out []string
+	for _, form := range []string{written, decoded, strings.TrimPrefix(url.UserPassword("", decoded).String(), ":"), url.QueryEscape(decoded), url.PathEscape(decoded)} {
+		if form != "" && !slices.Contains(out, form) {
+			out = append(out, form)
+		}
+	}
+	return out
 }

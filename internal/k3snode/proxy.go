@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible"
 )
 
 // Proxy is the HTTP proxy k3s's install and k3s itself go through: URLs
@@ -35,15 +37,10 @@ func (p Proxy) Env() []string {
 	return out
 }
 
-// Passwords are the passwords in p's URLs: secrets to mask.
+// Passwords are the passwords in p's URLs, in every form they can be
+// shown (ansible.URLPasswords): secrets to mask.
 func (p Proxy) Passwords() []string {
-	var out []string
-	for _, raw := range []string{p.HTTP, p.HTTPS} {
-		if pw := passwordOf(raw); pw != "" {
-			out = append(out, pw)
-		}
-	}
-	return out
+	return append(ansible.URLPasswords(p.HTTP), ansible.URLPasswords(p.HTTPS)...)
 }
 
 // PasswordsIn are the passwords in the proxy URLs of an environment
@@ -53,23 +50,10 @@ func PasswordsIn(content string) []string {
 	for _, line := range strings.Split(content, "\n") {
 		if proxyLine.MatchString(line) {
 			_, value, _ := strings.Cut(line, "=")
-			if pw := passwordOf(value); pw != "" {
-				out = append(out, pw)
-			}
+			out = append(out, ansible.URLPasswords(value)...)
 		}
 	}
 	return out
-}
-
-// passwordOf is the password in a proxy URL, also as the install script
-// writes it (quoted: NAME='value', as the shell's export prints it).
-func passwordOf(raw string) string {
-	u, err := url.Parse(strings.Trim(raw, `'"`))
-	if err != nil || u.User == nil {
-		return ""
-	}
-	pw, _ := u.User.Password()
-	return pw
 }
 
 // Func is the proxy an HTTP client uses for p; nil when p sets none (the

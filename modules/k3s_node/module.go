@@ -82,11 +82,11 @@ var module = &ansible.Module{
 			{Name: "proxy", Type: ansible.TypeDict,
 				Description: []string{
 					"The HTTP proxy the node goes through: the install script's download (fetched by the module, and by the script's curl), and k3s itself (its image pulls), as k3s documents: C(HTTP_PROXY), C(HTTPS_PROXY) and C(NO_PROXY) in the unit's environment file C(/etc/systemd/system/<unit>.service.env), which the install script writes (mode 0600, as it does) and this module keeps to these values afterwards, restarting k3s when they change; the file's other lines are left as they are.",
-					"A password in a URL is masked in the task's output and diff. Not set: the environment file's proxy lines are left alone; set to an empty dict, they are removed.",
+					"A password in a URL is masked in the task's output, diff and errors, also when the task fails, in every form: as written, percent-decoded and percent-encoded (a password holding C(@ : / # %) must be written encoded, C(http://user:s3cr%40t@proxy.home.arpa:3128)). Not set: the environment file's proxy lines are left alone; set to an empty dict, they are removed.",
 				},
 				Options: []ansible.Option{
-					{Name: "http_proxy", Description: []string{"The proxy for http URLs (C(HTTP_PROXY)), e.g. C(http://proxy.home.arpa:3128)."}},
-					{Name: "https_proxy", Description: []string{"The proxy for https URLs (C(HTTPS_PROXY))."}},
+					{Name: "http_proxy", NoLogValues: urlPasswords, Description: []string{"The proxy for http URLs (C(HTTP_PROXY)), e.g. C(http://proxy.home.arpa:3128)."}},
+					{Name: "https_proxy", NoLogValues: urlPasswords, Description: []string{"The proxy for https URLs (C(HTTPS_PROXY))."}},
 					{Name: "no_proxy", Type: ansible.TypeList, Elements: ansible.TypeStr, Default: []any{},
 						Description: []string{"Hosts, domains (C(.home.arpa)) and CIDRs reached directly (C(NO_PROXY)). Role k8s_cluster adds the cluster and service CIDRs, C(.svc), C(.cluster.local), C(localhost), C(127.0.0.1) and every node's address."}},
 				}},
@@ -187,6 +187,13 @@ type args struct {
 		HTTPS   string   `json:"https_proxy"`
 		NoProxy []string `json:"no_proxy"`
 	} `json:"proxy"`
+}
+
+// urlPasswords are the password forms of a proxy URL option's raw value,
+// masked from the start: a failure before run reports the options too.
+func urlPasswords(v any) []string {
+	s, _ := v.(string)
+	return ansible.URLPasswords(s)
 }
 
 // proxy is the proxy the arguments set, and whether they set one (even

@@ -623,3 +623,60 @@ func TestProxy(t *testing.T) {
 	assert.Contains(t, diff, "proxy2.home.arpa")
 	assert.NotContains(t, diff, password, "the old password masked in the diff")
 }
+
+// TestProxyPasswordForms: a proxy password is masked in every form it can
+// take (as written, percent-decoded, percent-encoded again), in the diff of
+// the file it replaces, and when the task fails, valid or not.
+func TestProxyPasswordForms(t *testing.T) {
+	// As written: lower-case hex, so the re-encoded form (%3A) differs.
+	const written = "s3cr%40t%3apw%21"
+	forms := []string{written, "s3cr@t:pw!", "s3cr%40t%3Apw%21", "s3cr@t:pw%21"}
+	proxyURL := "http://homelab:" + written + "@proxy.lan:3128"
+	for _, tc := range []struct {
+		name     string
+		file     string // the unit's environment file before
+		args     map[string]any
+		failed   bool
+		contains string // in the diff
+	}{
+		{name: "new proxy, diff", args: map[string]any{"proxy": map[string]any{"http_proxy": proxyURL}}, contains: "proxy.lan"},
+		{name: "the file's old proxy replaced, diff", file: "HTTP_PROXY=" + proxyURL + "\nhttp_proxy='" + proxyURL + "'\n",
+			args: map[string]any{"proxy": map[string]any{"http_proxy": "http://proxy2.lan:3128"}}, contains: "proxy2.lan"},
+		{name: "a bad option beside it", args: map[string]any{"proxy": map[string]any{"http_proxy": proxyURL}, "wait_timeout": "soon"}, failed: true},
+		{name: "a bad sub-option beside it", args: map[string]any{"proxy": map[string]any{"https_proxy": proxyURL, "no_proxi": []any{"localhost"}}}, failed: true},
+		{name: "the install fails", args: map[string]any{"proxy": map[string]any{"https_proxy": proxyURL}, "install_fails": true}, failed: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			where := testPaths(t)
+			f := newFakeNode()
+			if tc.file != "" {
+				res, code := runOn(t, f, where, map[string]any{"role": "agent"})
+				require.Equal(t, 0, code, res["msg"])
+				require.NoError(t, os.MkdirAll(where.UnitDir, 0o755))
+				require.NoError(t, os.WriteFile(filepath.Join(where.UnitDir, "k3s-agent.service.env"), []byte(tc.file), 0o600))
+			}
+			args := map[string]any{"role": "agent", "_ansible_diff": true, "_ansible_verbosity": 3}
+			for k, v := range tc.args {
+				args[k] = v
+			}
+			if args["install_fails"] != nil {
+				delete(args, "install_fails")
+				f.installErr = errors.New("curl: (56) CONNECT tunnel failed, response 407 from " + proxyURL)
+			}
+			full := map[string]any{"version": testVersion, "data_dir": where.DataDir, "kubeconfig_path": where.Kubeconfig, "wait_timeout": 5}
+			for k, v := range args {
+				full[k] = v
+			}
+			res, code, raw := ansibletest.Run(t, module, func(ctx context.Context, req *ansible.Request) (*ansible.Result, error) {
+				return run(ctx, req, f, where)
+			}, full)
+			assert.Equal(t, tc.failed, code != 0, res["msg"])
+			for _, form := range forms {
+				assert.NotContains(t, raw, form)
+			}
+			if tc.contains != "" {
+				assert.Contains(t, fmt.Sprint(res["diff"]), tc.contains)
+			}
+		})
+	}
+}
