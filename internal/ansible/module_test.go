@@ -392,6 +392,8 @@ func TestURLPasswords(t *testing.T) {
 			assert.Equal(t, tc.want, ansible.URLPasswords(tc.url))
 		})
 	}
+	assert.ElementsMatch(t, []string{"pw", "a%20b", "a b", "a+b"}, ansible.URLPasswordsIn(map[string]any{"proxy": "http://u:pw@p", "list": []any{"- https://u:a%20b@m:5000/x"}, "word": "u:notmine@p"}),
+		"every URL at any depth, each word of a text; no word without a scheme")
 }
 
 // The protocol alone: no no_log value of the test module's spec (nested

@@ -229,3 +229,18 @@ func URLPasswords(raw string) []string {
 	}
 	return out
 }
+
+// URLPasswordsIn are the URL passwords (URLPasswords) in v: a string, or the
+// strings of a dict or list at any depth (a file's text too), each word
+// with a scheme (://) taken for a URL.
+func URLPasswordsIn(v any) []string {
+	var out []string
+	for _, s := range ScalarStrings(v) {
+		for _, word := range strings.Fields(s) {
+			if strings.Contains(word, "://") {
+				out = append(out, URLPasswords(word)...)
+			}
+		}
+	}
+	return out
+}

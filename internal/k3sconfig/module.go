@@ -44,7 +44,7 @@ var Module = &ansible.Module{
 	Notes: []string{
 		"k3s reads config.yaml first, then each C(config.yaml.d/*.yaml) drop-in in lexical order; a plain key in a later file replaces the earlier value and a C(key+) key appends to a list flag.",
 		"A server-only key on an agent fails here, because C(k3s agent) refuses to start with it; an agent-only key on a server fails too, because C(k3s server) would silently drop it.",
-		"In diffs the values of C(token) and of the secret flags (agent-token, etcd-s3-access-key, etcd-s3-secret-key, etcd-s3-session-token, datastore-endpoint, vpn-auth) are replaced by C(<redacted>), and on the new side by C(<redacted, changed>) where the value changed; nothing derived from a secret is ever shown. A file already on the node is parsed to find its secrets whatever its style (flow style, JSON, a block scalar, the value on the line after its key): shown as written when the line-by-line redaction leaves none of them in it, else rendered again from the parse with each replaced, and as C(<not shown: does not parse>) when it does not parse. They are masked in the result like a no_log option.",
+		"In diffs the values of C(token) and of the secret flags (agent-token, etcd-s3-access-key, etcd-s3-secret-key, etcd-s3-session-token, datastore-endpoint, vpn-auth) are replaced by C(<redacted>), and on the new side by C(<redacted, changed>) where the value changed; nothing derived from a secret is ever shown. A file already on the node is parsed to find its secrets whatever its style (flow style, JSON, a block scalar, the value on the line after its key): shown as written when the line-by-line redaction leaves none of them in it, else rendered again from the parse with each replaced, and as C(<not shown: does not parse>) when it does not parse. They are masked in the result like a no_log option, and so is the password of a URL anywhere in the config or the file (C(etcd-s3-proxy)'s), in every form: as written, percent-decoded and percent-encoded.",
 		"k3s does not reload its config: act on C(restart_needed) by restarting the k3s service.",
 	},
 	Spec: ansible.Spec{
@@ -55,7 +55,7 @@ var Module = &ansible.Module{
 				Description: []string{"Write the drop-in C(<path>.d/<drop_in>.yaml) instead of C(path) itself, for example C(50-ansible).", "k3s reads drop-ins in lexical order after the main file, so start the name with two digits."}},
 			{Name: "role", Required: true, Choices: []any{"server", "agent"},
 				Description: []string{"Whether this node runs C(k3s server) or C(k3s agent); it decides which flags C(config) may hold."}},
-			{Name: "config", Type: ansible.TypeDict, Default: map[string]any{}, NoLogValues: secretConfigValues,
+			{Name: "config", Type: ansible.TypeDict, Default: map[string]any{}, NoLogValues: configSecretValues,
 				Description: []string{"k3s flags as keys without the leading dashes, for example C(node-label), C(tls-san), C(write-kubeconfig-mode).", "A key ending in C(+) appends to a list flag (useful in drop-ins). A key whose value is null is left out.", "List flags take YAML lists; for the flags k3s splits on commas (tls-san, node-ip, disable, ...) a comma-separated string is split the same way."}},
 			{Name: "token", NoLog: true,
 				Description: []string{"The cluster token (k3s C(token)): the shared secret servers and agents join with. Never shown in output or diffs."}},
@@ -216,6 +216,10 @@ func converge(req *ansible.Request, res *ansible.Result, path string, content []
 	if present {
 		contentChanged = !cur.Exists || !bytes.Equal(cur.Content, content)
 	}
+	// A URL's password is no key's value: both sides' are masked in all.
+	for _, pw := range ansible.URLPasswordsIn([]any{string(cur.Content), string(content)}) {
+		req.AddSecret(pw)
+	}
 	res.Changed = contentChanged || (present && cur.WrongPerm)
 	res.Set("restart_needed", contentChanged)
 	if contentChanged {
@@ -268,6 +272,12 @@ func NodeName(config map[string]any, hostname func() (string, error), nodeID fun
 // readNodeID is the id in NodeIDFile, "" when there is none.
 func readNodeID() string {
 	return k3spaths.ReadNodeID(NodeIDFile)
+}
+
+// configSecretValues are the secrets of a raw config dict: the secret
+// flags' values and the passwords of its URLs (etcd-s3-proxy's).
+func configSecretValues(config any) []string {
+	return append(secretConfigValues(config), ansible.URLPasswordsIn(config)...)
 }
 
 // secretConfigValues lists the values of the secret flags in a raw config

@@ -47,8 +47,8 @@ var RegistriesModule = &ansible.Module{
 		Options: []ansible.Option{
 			{Name: "path", Type: ansible.TypePath, Default: DefaultRegistriesPath,
 				Description: []string{"The registries file."}},
-			{Name: "mirrors", Type: ansible.TypeDict, Default: map[string]any{},
-				Description: []string{"Per registry host (C(docker.io), C(registry.example.com:5000), or C(*) for every registry): C(endpoint), the list of mirror URLs tried in order, and C(rewrite), a dict of regular expression to replacement for the image name."}},
+			{Name: "mirrors", Type: ansible.TypeDict, Default: map[string]any{}, NoLogValues: ansible.URLPasswordsIn,
+				Description: []string{"Per registry host (C(docker.io), C(registry.example.com:5000), or C(*) for every registry): C(endpoint), the list of mirror URLs tried in order (a URL holding credentials is refused: containerd does not use them; they go in C(configs); their password is masked in every form), and C(rewrite), a dict of regular expression to replacement for the image name."}},
 			{Name: "configs", Type: ansible.TypeDict, Default: map[string]any{}, NoLogValues: func(v any) []string { return append(registrySecretValues(v), tlsSecretValues(v)...) },
 				Description: []string{"Per registry host or mirror endpoint host: C(auth) (C(username), C(password), C(auth), C(identity_token): what k3s reads; a C(token) key, which k3s ignores and would pull without credentials, is refused) and C(tls) (C(ca_file), C(cert_file), C(key_file), C(insecure_skip_verify)).", "C(tls) may give the PEM content instead of a path on the node: C(ca), C(cert), C(key) (a node without Python cannot receive a file through M(ansible.builtin.copy)). The module writes them, 0600 root, to C(registries-tls/<registry>/ca.crt), C(client.crt) and C(client.key) beside C(path), points the file at them, and removes the files there that no registry gives any more.", "The secret fields, and C(key), are never shown."}},
 			{Name: "state", Default: "present", Choices: []any{"present", "absent"},
@@ -190,6 +190,11 @@ func validateMirror(where, host string, raw any) (map[string]node, error) {
 			u, err := url.Parse(e)
 			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 				return nil, fmt.Errorf("%s.endpoint[%d]: expected an http or https URL such as https://registry.example.com:5000, got %q", where, i, e)
+			}
+			// containerd's hosts.toml takes a mirror's host and path only:
+			// a login here would pull anonymously.
+			if u.User != nil {
+				return nil, fmt.Errorf("%s.endpoint[%d]: containerd does not use credentials in a mirror's URL (%s): give them in configs.%s.auth", where, i, u.Redacted(), u.Host)
 			}
 		}
 		entry["endpoint"] = endpoints

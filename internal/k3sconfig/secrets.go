@@ -39,7 +39,7 @@ func readFiles(path string) []any {
 func FileSecrets(path string) []string {
 	var out []string
 	for _, doc := range readFiles(path) {
-		out = append(out, secretConfigValues(doc)...)
+		out = append(out, configSecretValues(doc)...)
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
