@@ -18,6 +18,7 @@ var Module = &ansible.Module{
 	ShortDescription: "Make a host ready for k3s: the memory cgroup on a Raspberry Pi's kernel command line, the kernel modules loaded at boot",
 	Description: []string{
 		"Without the memory cgroup controller, adds C(cgroup_memory=1 cgroup_enable=memory) to the Raspberry Pi's C(cmdline.txt) (C(/boot/firmware/cmdline.txt) on Pi OS Bookworm and Ubuntu, C(/boot/cmdline.txt) before), once, keeping the rest of its single line; returns C(reboot_required) until the host runs with it.",
+		"Fails, changing nothing and asking for no reboot, when a reboot would not bring the memory cgroup: a C(cmdline.txt) whose first line (the only one the firmware reads) is empty or has no C(root=); one with C(cgroup_disable=memory) (remove it, then run again); and a kernel that booted with the cgroup words (its C(/proc/cmdline)) and still lacks it (a kernel built without it). Asking for a reboot then would reboot the host on every run.",
 		"Writes C(/etc/modules-load.d/k3s.conf) with the kernel modules k3s needs and loads those not loaded yet (C(modprobe)).",
 		"Writes C(/etc/sysctl.d/99-k3s.conf) with C(net.ipv4.ip_forward), C(net.bridge.bridge-nf-call-iptables) and C(net.bridge.bridge-nf-call-ip6tables) at 1, and sets those not set yet: k3s sets them when it starts, but a later C(sysctl --system) (a package upgrade, ufw's reload) would apply a file that turns forwarding off.",
 		"Idempotent; C(--check --diff) shows each file's edit. A Go binary: the node needs no Python.",
@@ -42,7 +43,7 @@ var Module = &ansible.Module{
 			Description: []string{"The kernel modules to load now and at boot."}},
 	}},
 	Returns: []ansible.Return{
-		{Name: "reboot_required", Description: []string{"The kernel runs without the memory cgroup and its command line, as changed now or before, enables it at the next boot."}, Returned: "always", Type: "bool", Sample: true},
+		{Name: "reboot_required", Description: []string{"The kernel runs without the memory cgroup and its command line, as changed now or since the kernel booted, enables it at the next boot. Never true for a kernel that booted with the words and still lacks it: the task fails instead."}, Returned: "always", Type: "bool", Sample: true},
 		{Name: "not_prepared", Description: []string{"What preparation cannot do on this host, with what to do by hand."}, Returned: "always", Type: "list", Sample: []any{}},
 	},
 }
@@ -76,7 +77,13 @@ func (n Node) Run(ctx context.Context, req *ansible.Request) (*ansible.Result, e
 	if raw, err := os.ReadFile(filepath.Join(n.Host.Root, SysctlFile)); err == nil {
 		files.Sysctl = string(raw)
 	}
-	p := Decide(preflight.MemoryCgroupMissing(n.Host), files, a.Modules)
+	if raw, err := os.ReadFile(filepath.Join(n.Host.Root, "/proc/cmdline")); err == nil {
+		files.Running = string(raw)
+	}
+	p, err := Decide(preflight.MemoryCgroupMissing(n.Host), files, a.Modules)
+	if err != nil {
+		return nil, err
+	}
 	res := &ansible.Result{Changed: len(p.Changes) > 0}
 	res.Set("reboot_required", p.RebootRequired)
 	notPrepared := append([]string{}, p.Unfixable...)

@@ -78,3 +78,45 @@ func TestRunOnAPi(t *testing.T) {
 	assert.Equal(t, false, res["changed"], "idempotent")
 	assert.Equal(t, true, res["reboot_required"], "until the host runs with the new command line")
 }
+
+// A Pi that booted with the cgroup words and still has no memory cgroup
+// (cgroup_disable=memory in its cmdline.txt, or its kernel's lack), or
+// whose cmdline.txt is not a command line on its first line: the task
+// fails naming the cause, changes nothing, and asks for no reboot (which
+// would loop: every run would reboot it again).
+func TestRunNeverLoops(t *testing.T) {
+	for _, tc := range []struct{ name, cmdline, running, msg string }{
+		{"cgroup_disable=memory in cmdline.txt", "console=tty1 root=PARTUUID=1 cgroup_disable=memory rootwait cgroup_memory=1 cgroup_enable=memory\n",
+			"console=tty1 root=PARTUUID=1 cgroup_disable=memory rootwait cgroup_memory=1 cgroup_enable=memory\n",
+			"/boot/firmware/cmdline.txt has cgroup_disable=memory, which keeps the memory cgroup off (k3s cannot run without it): remove it and run this again"},
+		{"the kernel's lack", "console=tty1 root=PARTUUID=1 rootwait cgroup_memory=1 cgroup_enable=memory\n",
+			"console=tty1 root=PARTUUID=1 rootwait cgroup_memory=1 cgroup_enable=memory\n",
+			"the kernel does not offer the memory cgroup although /boot/firmware/cmdline.txt asks for it"},
+		{"an empty first line", "\nconsole=tty1 root=PARTUUID=1 rootwait\n", "console=tty1 root=PARTUUID=1 rootwait\n",
+			"/boot/firmware/cmdline.txt: its first line is empty"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			write := func(name, content string) {
+				require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(root, name)), 0o755))
+				require.NoError(t, os.WriteFile(filepath.Join(root, name), []byte(content), 0o644))
+			}
+			write("sys/fs/cgroup/cgroup.controllers", "cpuset cpu io pids\n")
+			write("boot/firmware/cmdline.txt", tc.cmdline)
+			write("proc/cmdline", tc.running)
+			n := Node{Host: preflight.Host{Root: root}, Modprobe: func(context.Context, string) error {
+				t.Error("modprobe run: bad input changes nothing")
+				return nil
+			}}
+			res, code, _ := ansibletest.Run(t, Module, n.Run, map[string]any{})
+			assert.Equal(t, 1, code)
+			assert.Contains(t, res["msg"], tc.msg)
+			assert.NotEqual(t, true, res["reboot_required"])
+			raw, err := os.ReadFile(filepath.Join(root, "boot/firmware/cmdline.txt"))
+			require.NoError(t, err)
+			assert.Equal(t, tc.cmdline, string(raw), "left as it is")
+			assert.NoFileExists(t, filepath.Join(root, ModulesLoadFile))
+			assert.NoFileExists(t, filepath.Join(root, SysctlFile))
+		})
+	}
+}

@@ -7,6 +7,7 @@
 package k3sprepare
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 
@@ -89,17 +90,22 @@ type Plan struct {
 }
 
 // Files is what Decide reads: each cmdline.txt that exists (by path), the
-// modules-load.d and sysctl.d files ("" when missing).
+// modules-load.d and sysctl.d files ("" when missing), and the command
+// line the running kernel booted with (/proc/cmdline).
 type Files struct {
 	Cmdline     map[string]string
 	ModulesLoad string
 	Sysctl      string
+	Running     string
 }
 
 // Decide plans the cmdline.txt edit when the memory cgroup is missing
 // (the first of preflight.CmdlineFiles that exists; none: GRUB, by hand),
-// the modules-load.d file listing modules, and the sysctl.d file.
-func Decide(memoryMissing bool, f Files, modules []string) Plan {
+// the modules-load.d file listing modules, and the sysctl.d file. When a
+// reboot would not bring the memory cgroup (cmdline.txt is not a command
+// line, or already asks for it in vain), it says why and plans nothing:
+// asking for a reboot then would reboot the host on every run.
+func Decide(memoryMissing bool, f Files, modules []string) (Plan, error) {
 	var p Plan
 	if memoryMissing {
 		edited := false
@@ -107,6 +113,9 @@ func Decide(memoryMissing bool, f Files, modules []string) Plan {
 			content, ok := f.Cmdline[path]
 			if !ok {
 				continue
+			}
+			if err := cmdlineRefusal(path, content, f.Running); err != nil {
+				return Plan{}, err
 			}
 			if after, changed := Cmdline(content, preflight.CgroupWords); changed {
 				p.Changes = append(p.Changes, Change{Path: path, Before: content, After: after})
@@ -126,5 +135,56 @@ func Decide(memoryMissing bool, f Files, modules []string) Plan {
 	if want := SysctlConf(); f.Sysctl != want {
 		p.Changes = append(p.Changes, Change{Path: SysctlFile, Before: f.Sysctl, After: want})
 	}
-	return p
+	return p, nil
+}
+
+// cmdlineRefusal says why cmdline.txt at path (content) cannot bring the
+// memory cgroup the running kernel (booted with running) lacks: the
+// firmware reads only its first line, which must be the kernel's command
+// line (root= on it); cgroup_disable=memory there keeps the cgroup off;
+// a kernel that booted with the cgroup asked for and still lacks it
+// lacks it for good.
+func cmdlineRefusal(path, content, running string) error {
+	first, _, _ := strings.Cut(content, "\n")
+	words := strings.Fields(first)
+	switch {
+	case len(words) == 0:
+		return fmt.Errorf("%s: its first line is empty, and the firmware reads only the first line as the kernel's command line (the words added there would be all of it): put the command line (console=... root=... rootwait) back on the first line; nothing was changed", path)
+	case !slices.ContainsFunc(words, func(w string) bool { return strings.HasPrefix(w, "root=") }):
+		return fmt.Errorf("%s: its first line has no root=, so it is not the kernel's command line the firmware reads (only the first line counts): put the command line (console=... root=... rootwait) on the first line; nothing was changed", path)
+	case slices.Contains(words, cgroupDisable):
+		return fmt.Errorf("%s has %s, which keeps the memory cgroup off (k3s cannot run without it): remove it and run this again, which then asks for the reboot; nothing was changed", path, cgroupDisable)
+	case hasAll(words, preflight.CgroupWords) && bootedWith(words, strings.Fields(running)):
+		return fmt.Errorf("the kernel does not offer the memory cgroup although %s asks for it (%s) and the kernel booted with that (/proc/cmdline): k3s cannot run without it, and a reboot would not bring it; use a kernel built with the memory cgroup (CONFIG_MEMCG), such as the distribution's own; nothing was changed", path, strings.Join(preflight.CgroupWords, " "))
+	}
+	return nil
+}
+
+const cgroupDisable = "cgroup_disable=memory"
+
+func hasAll(words, want []string) bool {
+	return !slices.ContainsFunc(want, func(w string) bool { return !slices.Contains(words, w) })
+}
+
+// bootedWith says whether the kernel booted (with booted) asking for the
+// memory cgroup as cmdline.txt's words do now: its cgroup words all there
+// (the firmware rewrites others, console=serial0), the cgroup enabled
+// after any cgroup_disable=memory (the firmware's own, put in front; or
+// one removed from cmdline.txt since, which a reboot drops).
+func bootedWith(words, booted []string) bool {
+	for _, w := range words {
+		if strings.HasPrefix(w, "cgroup") && !slices.Contains(booted, w) {
+			return false
+		}
+	}
+	return hasAll(booted, preflight.CgroupWords) && lastIndex(booted, "cgroup_enable=memory") > lastIndex(booted, cgroupDisable)
+}
+
+func lastIndex(words []string, w string) int {
+	for i := len(words) - 1; i >= 0; i-- {
+		if words[i] == w {
+			return i
+		}
+	}
+	return -1
 }

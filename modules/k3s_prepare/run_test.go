@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestCmdline(t *testing.T) {
@@ -43,27 +44,60 @@ func TestSysctlConf(t *testing.T) {
 
 func TestDecide(t *testing.T) {
 	bookworm := "console=serial0,115200 root=PARTUUID=1 rootwait\n"
+	withWords := "root=/dev/mmcblk0p2 rootwait cgroup_memory=1 cgroup_enable=memory\n"
+	bootedWith := "coherent_pool=1M 8250.nr_uarts=1 cgroup_disable=memory " + withWords
 	modules := []string{"overlay", "br_netfilter", "vxlan"}
+	prepared := func(cmdline string) Files {
+		return Files{Cmdline: map[string]string{"/boot/cmdline.txt": cmdline}, ModulesLoad: ModulesLoad(modules), Sysctl: SysctlConf()}
+	}
 	for _, tc := range []struct {
 		name          string
 		memoryMissing bool
 		files         Files
+		running       string // /proc/cmdline
 		wantPaths     []string
 		reboot        bool
 		unfixable     bool
+		err           string
 	}{
 		{name: "Pi OS Bookworm without memory: /boot/firmware, not the stub in /boot", memoryMissing: true,
 			files:     Files{Cmdline: map[string]string{"/boot/firmware/cmdline.txt": bookworm, "/boot/cmdline.txt": "# moved\n"}},
 			wantPaths: []string{"/boot/firmware/cmdline.txt", ModulesLoadFile, SysctlFile}, reboot: true},
-		{name: "edited by an earlier run, not rebooted yet", memoryMissing: true,
-			files:     Files{Cmdline: map[string]string{"/boot/cmdline.txt": "root=/dev/mmcblk0p2 cgroup_memory=1 cgroup_enable=memory\n"}, ModulesLoad: ModulesLoad(modules), Sysctl: SysctlConf()},
-			wantPaths: nil, reboot: true},
+		{name: "edited by an earlier run, not rebooted yet", memoryMissing: true, files: prepared(withWords),
+			running: "root=/dev/mmcblk0p2 rootwait\n", reboot: true},
 		{name: "memory there: cmdline.txt left alone", files: Files{Cmdline: map[string]string{"/boot/firmware/cmdline.txt": bookworm}, ModulesLoad: ModulesLoad(modules), Sysctl: SysctlConf()}},
 		{name: "a PC without memory: by hand", memoryMissing: true, files: Files{ModulesLoad: ModulesLoad(modules), Sysctl: SysctlConf()}, unfixable: true},
 		{name: "a sysctl file edited by hand is written again", files: Files{ModulesLoad: ModulesLoad(modules), Sysctl: "net.ipv4.ip_forward = 0\n"}, wantPaths: []string{SysctlFile}},
+		{name: "booted with the words and still no memory: the kernel's, no reboot", memoryMissing: true, files: prepared(withWords), running: bootedWith,
+			err: "the kernel does not offer the memory cgroup although /boot/cmdline.txt asks for it"},
+		{name: "cgroup_disable=memory beside the words: remove it, no reboot", memoryMissing: true,
+			files: prepared("root=/dev/mmcblk0p2 cgroup_disable=memory rootwait cgroup_memory=1 cgroup_enable=memory\n"), running: bootedWith,
+			err: "/boot/cmdline.txt has cgroup_disable=memory"},
+		{name: "cgroup_disable=memory without the words: refused before adding them", memoryMissing: true,
+			files: prepared("root=/dev/mmcblk0p2 cgroup_disable=memory rootwait\n"), err: "/boot/cmdline.txt has cgroup_disable=memory, which keeps the memory cgroup off (k3s cannot run without it): remove it and run this again"},
+		{name: "cgroup_disable=memory removed by hand since the boot: the reboot it needs", memoryMissing: true, files: prepared(withWords),
+			running: "root=/dev/mmcblk0p2 rootwait cgroup_memory=1 cgroup_enable=memory cgroup_disable=memory\n", reboot: true},
+		{name: "the firmware's console rewritten: still booted with the words", memoryMissing: true,
+			files:   prepared("console=serial0,115200 root=/dev/mmcblk0p2 rootwait cgroup_memory=1 cgroup_enable=memory\n"),
+			running: "console=ttyS0,115200 root=/dev/mmcblk0p2 rootwait cgroup_memory=1 cgroup_enable=memory\n", err: "the kernel does not offer the memory cgroup"},
+		{name: "an empty first line: refused", memoryMissing: true, files: prepared("\nroot=/dev/mmcblk0p2 rootwait\n"),
+			err: "/boot/cmdline.txt: its first line is empty"},
+		{name: "a blank first line: refused", memoryMissing: true, files: prepared("  \t\nroot=/dev/mmcblk0p2 rootwait\n"),
+			err: "/boot/cmdline.txt: its first line is empty"},
+		{name: "an empty file: refused", memoryMissing: true, files: prepared(""), err: "/boot/cmdline.txt: its first line is empty"},
+		{name: "no root= on the first line: refused", memoryMissing: true, files: prepared("console=tty1 rootwait\nroot=/dev/mmcblk0p2\n"),
+			err: "/boot/cmdline.txt: its first line has no root="},
+		{name: "memory there: a cmdline.txt without root= is not ours to judge", files: prepared("console=tty1\n")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := Decide(tc.memoryMissing, tc.files, modules)
+			tc.files.Running = tc.running
+			p, err := Decide(tc.memoryMissing, tc.files, modules)
+			if tc.err != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tc.err)
+				return
+			}
+			require.NoError(t, err)
 			var paths []string
 			for _, c := range p.Changes {
 				paths = append(paths, c.Path)
