@@ -1,0 +1,66 @@
+package roles
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible/ansibletest"
+)
+
+// configuredDataDir is how role k8s_cluster passes a module the data-dir
+// of the host's k3s config (k3s's default when none sets it).
+const configuredDataDir = "{{ _k8s_cluster_config['data-dir'] | default(omit) }}"
+
+// moduleTasks lists the tasks of a task file (blocks walked) that call
+// module, each with its arguments and where it is.
+func moduleTasks(tasks []map[string]any, module, where string) map[string]map[string]any {
+	out := map[string]map[string]any{}
+	for i, task := range tasks {
+		at := fmt.Sprintf("%s[%d] %v", where, i, task["name"])
+		if args, ok := task[module].(map[string]any); ok {
+			out[at] = args
+		}
+		for _, key := range []string{"block", "rescue", "always"} {
+			if inner, ok := task[key].([]any); ok {
+				var nested []map[string]any
+				for _, t := range inner {
+					if m, ok := t.(map[string]any); ok {
+						nested = append(nested, m)
+					}
+				}
+				for k, v := range moduleTasks(nested, module, at+"."+key) {
+					out[k] = v
+				}
+			}
+		}
+	}
+	return out
+}
+
+// TestUninstallHonoursDataDir: every task of role k8s_cluster that takes
+// k3s off a node (k3s_node, state absent: reset and remove_node) passes
+// the configured data-dir, so a custom one (etcd, the CA keys, the token,
+// the snapshots) is removed as the default one is; k3s's own uninstall
+// script knows only /var/lib/rancher/k3s.
+func TestUninstallHonoursDataDir(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join(ansibletest.RepoRoot(t), "roles", "k8s_cluster", "tasks", "*.yml"))
+	require.NoError(t, err)
+	absent := map[string]map[string]any{}
+	for _, f := range files {
+		var tasks []map[string]any
+		readYAML(t, f, &tasks)
+		for at, args := range moduleTasks(tasks, "gitops.k3s_flux.k3s_node", filepath.Base(f)) {
+			if args["state"] == "absent" {
+				absent[at] = args
+			}
+		}
+	}
+	require.NotEmpty(t, absent, "uninstall.yml's task")
+	for at, args := range absent {
+		assert.Equal(t, configuredDataDir, args["data_dir"], at)
+	}
+}
