@@ -83,6 +83,31 @@ func TestCredentialsIn(t *testing.T) {
 			[]credential{{5, "flux_bootstrap_extra_secrets[0].string_data.AWS_ACCESS_KEY_ID in plain text"}}},
 		"public keys and ordinary manifests": {"# .sops.yaml\ncreation_rules:\n  - age: age1ql3z7hjy54pw3hyww5ayyfg7zqgvc7w3j2elw8zmrj2kg5sfn9aqmcac8p\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: token-settings\ndata:\n  token: not-a-secret\n", nil},
 		"not YAML":                           {"<html>{{ not: [yaml</html>\n", nil},
+
+		// Issue 42: what the scan missed.
+		"kubectl get secrets -o yaml: a List of Secrets": {"apiVersion: v1\nitems:\n- apiVersion: v1\n  data:\n    password: " + b64(s.password) + "\n  kind: Secret\n  metadata:\n    name: db\n    namespace: apps\n  type: Opaque\nkind: List\nmetadata:\n  resourceVersion: \"\"\n",
+			[]credential{{5, "an unencrypted Kubernetes Secret apps/db (data)"}}},
+		"a Secret after a document that does not parse": {"broken: [unclosed\n---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: db\nstringData:\n  password: " + s.password + "\n",
+			[]credential{{8, "an unencrypted Kubernetes Secret db (stringData)"}}},
+		"data given as a YAML alias": {"x-creds: &creds\n  password: " + b64(s.password) + "\napiVersion: v1\nkind: Secret\nmetadata:\n  name: db\ndata: *creds\n",
+			[]credential{{2, "an unencrypted Kubernetes Secret db (data)"}}},
+		"kustomize secretGenerator literals": {"apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nsecretGenerator:\n  - name: db\n    literals:\n      - password=" + s.password + "\n",
+			[]credential{{6, "a secretGenerator db's literals in plain text"}}},
+		"k8s_cluster_token= in an INI inventory": {"[k3s_controllers]\nnode1 ansible_host=10.0.0.1 flux_bootstrap_git_password='" + s.password + "'\n\n[k3s_cluster:vars]\nk8s_cluster_token=" + s.password + "\n# k8s_cluster_token=" + s.password + "\n",
+			[]credential{{2, "flux_bootstrap_git_password in plain text"}, {5, "k8s_cluster_token in plain text"}}},
+		"an age key in lower case": {strings.ToLower(s.age) + "\n", []credential{{1, "an age secret key"}}},
+		"a kubeconfig with users but no clusters": {"apiVersion: v1\nusers:\n- name: admin\n  user:\n    token: " + s.password + "\n",
+			[]credential{{5, "a kubeconfig with credentials (users[0].user.token)"}}},
+		"a fake sops key and one ENC[ beside a PEM key": {"sops:\n  version: 3.9.0\nnote: ENC[AES256_GCM,data:dA==,iv:aQ==,tag:dA==,type:str]\n" + s.pem,
+			[]credential{{4, "a PEM private key"}}},
+		"SOPS with encrypted_regex, a password outside it": {"apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: grafana\nspec:\n  values:\n    adminUser: admin\n    adminPassword: " + s.password + "\n    existingSecret: grafana-admin\ndata:\n  note: ENC[AES256_GCM,data:dA==,iv:aQ==,tag:dA==,type:str]\nsops:\n  mac: ENC[AES256_GCM,data:bQ==,iv:aQ==,tag:dA==,type:str]\n  lastmodified: \"2026-12-04T10:00:00Z\"\n  encrypted_regex: ^(data|stringData)$\n  version: 3.9.0\n",
+			[]credential{{8, "spec.values.adminPassword in plain text in a SOPS-encrypted file"}}},
+		"an age post-quantum key":                           {pqAge(t) + "\n", []credential{{1, "an age secret key"}}},
+		"a PEM key in a JSON string":                        {`{"key": "-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEIGz0\n-----END PRIVATE KEY-----\n"}`, []credential{{1, "a PEM private key"}}},
+		"INI inventory: templates and shell variables pass": {"[all:vars]\nk8s_cluster_token=\"{{ lookup('env', 'K3S_TOKEN') }}\"\nflux_bootstrap_git_password=$GIT_PASSWORD\n", nil},
+		// Issue 42: what the scan flagged and must pass.
+		"Secret data of Flux substitutions": {"apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\ndata:\n  password: ${DB_PASSWORD_B64}\n", nil},
+		"a README's example key header":     {"# Deploy key\n\nThe file starts with `-----BEGIN OPENSSH PRIVATE KEY-----`; paste it as is:\n\n    -----BEGIN OPENSSH PRIVATE KEY-----\n    ...\n    -----END OPENSSH PRIVATE KEY-----\n", nil},
 	} {
 		t.Run(name, func(t *testing.T) {
 			assert.Equal(t, tc.want, credentialsIn([]byte(tc.content)))
@@ -165,10 +190,62 @@ func TestScanCredentialsOutsideGit(t *testing.T) {
 	assert.Equal(t, "keys.txt holds an age secret key (line 1), and the repository directory is not a git work tree that could ignore it: pushed, it would be published", problems[0].Message)
 }
 
+func pqAge(t *testing.T) string {
+	t.Helper()
+	id, err := age.GenerateHybridIdentity()
+	require.NoError(t, err)
+	return id.String()
+}
+
+// Aliases of aliases (the billion laughs) are walked once per anchor.
+func TestCredentialsInAliasesOfAliases(t *testing.T) {
+	doc := "a: &a {password: hunter2hunter2}\n"
+	prev := "a"
+	for _, name := range []string{"b", "c", "d", "e", "f", "g", "h", "i", "j"} {
+		doc += name + ": &" + name + " [" + strings.Repeat("*"+prev+", ", 9) + "*" + prev + "]\n"
+		prev = name
+	}
+	doc += "flux_bootstrap_extra_secrets: *j\n"
+	assert.Len(t, credentialsIn([]byte(doc)), 1)
+}
+
+func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+
 func keys(m map[string]Problem) []string {
 	var out []string
 	for k := range m {
 		out = append(out, k)
 	}
 	return out
+}
+
+// A secretGenerator makes a Secret of the files it reads: an env file (or
+// a file) it names holds the Secret's values, whatever its own shape.
+func TestScanCredentialsSecretGeneratorFiles(t *testing.T) {
+	s := newSecrets(t)
+	kustomization := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nsecretGenerator:\n  - name: db\n    envs:\n      - db.env\n  - name: tls\n    files:\n      - tls.key=certs/server.key\n"
+	for name, tc := range map[string]struct {
+		files map[string]string
+		want  map[string]string
+	}{
+		"env and files in plain text": {map[string]string{"apps/kustomization.yaml": kustomization,
+			"apps/db.env": "# the database\nUSER=app\nPASSWORD=" + s.password + "\n", "apps/certs/server.key": s.password + "\n"},
+			map[string]string{
+				"apps/db.env":           "apps/db.env is not ignored by git and holds values a secretGenerator makes a Secret of (apps/kustomization.yaml line 6) (line 2): `git add -A` would add it, and a push publish it",
+				"apps/certs/server.key": "apps/certs/server.key is not ignored by git and holds values a secretGenerator makes a Secret of (apps/kustomization.yaml line 9) (line 1): `git add -A` would add it, and a push publish it",
+			}},
+		"env of substitutions, SOPS-encrypted files, ignored files": {map[string]string{"apps/kustomization.yaml": kustomization, ".gitignore": "*.key\n",
+			"apps/db.env": "USER=${DB_USER}\nPASSWORD=ENC[AES256_GCM,data:dA==,iv:aQ==,tag:dA==,type:str]\nsops_mac=ENC[AES256_GCM,data:bQ==,iv:aQ==,tag:dA==,type:str]\nsops_lastmodified=2026-12-04T10:00:00Z\n", "apps/certs/server.key": s.password + "\n"},
+			map[string]string{}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			problems, err := scanCredentials(gitRepo(t, tc.files))
+			require.NoError(t, err)
+			got := map[string]string{}
+			for _, p := range problems {
+				got[p.Path] = p.Message
+			}
+			assert.Equal(t, tc.want, got)
+		})
+	}
 }
