@@ -20,7 +20,7 @@ import (
 // options, and the binary that checked. An idempotent re-run of the play
 // with an unchanged repository then skips the builds (0.3 s for the test
 // bed's four Kustomizations, most of it kustomize loading its OpenAPI
-// schema for each build).
+// schema for each build). A clean report keeps its warnings, shown again.
 
 type cached struct {
 	Key    string `json:"key"`
@@ -30,7 +30,7 @@ type cached struct {
 // cacheKey hashes what the check reads.
 func cacheKey(o Options, files []fluxsource.File) (string, error) {
 	h := sha256.New()
-	fmt.Fprintf(h, "repocheck v2\n%s\n%q\n%q\n%q\n%q\n", executableStamp(), o.Secrets, o.ConfigMaps, o.KnownHosts, o.InstanceFile)
+	fmt.Fprintf(h, "repocheck v3\n%s\n%q\n%q\n%q\n%q\n%t\n", executableStamp(), o.Secrets, o.ConfigMaps, o.KnownHosts, o.InstanceFile, o.HostNetwork)
 	h.Write(o.Instance)
 	for _, f := range files {
 		fmt.Fprintf(h, "\n%s %t\n", f.Path, f.Excluded)

@@ -42,6 +42,9 @@ type Options struct {
 	// KnownHosts are the hosts the deploy key's known_hosts covers (as
 	// written there: "github.com", "[git.lan]:2222"); nil: not checked.
 	KnownHosts []string
+	// HostNetwork: the play applies the FluxInstance with flux_instance's
+	// host_network (internal/hostnetwork's patches added).
+	HostNetwork bool
 	// CacheDir keeps the last clean report per repository; empty: none.
 	CacheDir string
 }
@@ -68,8 +71,9 @@ type Report struct {
 	Kustomizations []Checked `json:"kustomizations"`
 	Excluded       []string  `json:"excluded"` // files the artifact leaves out
 	Problems       []Problem `json:"problems"`
-	Skipped        []string  `json:"skipped"` // Kustomizations of other sources, not checked
-	Cached         bool      `json:"cached"`  // the report of an unchanged repository, kept by the last run
+	Warnings       []Problem `json:"warnings"` // what works, with a consequence to know
+	Skipped        []string  `json:"skipped"`  // Kustomizations of other sources, not checked
+	Cached         bool      `json:"cached"`   // the report of an unchanged repository, kept by the last run
 	UserRules      int       `json:"-"`
 	files          []fluxsource.File
 }
@@ -127,6 +131,10 @@ func checkBuilds(o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	applied, err := appliedInstance(o)
+	if err != nil {
+		return nil, err
+	}
 	filter, err := fluxsource.Load(o.Root, "")
 	if err != nil {
 		return nil, err
@@ -179,10 +187,13 @@ func checkBuilds(o Options) (*Report, error) {
 	if err := fluxsource.Export(o.Root, files, work); err != nil {
 		return nil, fmt.Errorf("copy the artifact's files: %w", err)
 	}
-	b := &builder{report: r, work: work, sync: s, secrets: secrets, seeded: o.Secrets, seen: map[string]bool{}, built: map[string]bool{}, instanceFile: instancePath(abs, o.InstanceFile)}
+	b := &builder{report: r, work: work, sync: s, secrets: secrets, seeded: o.Secrets, seen: map[string]bool{}, built: map[string]bool{},
+		applied: applied, hostNetwork: o.HostNetwork}
+	b.instanceFile, b.instanceInRepo = instancePath(abs, o.InstanceFile)
+	// The operator's Kustomization for the sync prunes.
 	root := map[string]any{"apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization",
 		"metadata": map[string]any{"name": s.name, "namespace": s.namespace},
-		"spec":     map[string]any{"path": s.path, "sourceRef": map[string]any{"kind": s.kind, "name": s.name}}}
+		"spec":     map[string]any{"path": s.path, "prune": true, "sourceRef": map[string]any{"kind": s.kind, "name": s.name}}}
 	b.build(unstructured.Unstructured{Object: root})
 	b.checkSubstitutions(o)
 	if key != "" && len(r.Problems) == 0 {
@@ -204,21 +215,25 @@ type builder struct {
 	substitutions []substitution
 	built         map[string]bool
 	// instanceFile is the FluxInstance's file, relative to the root when inside it.
-	instanceFile string
+	instanceFile   string
+	instanceInRepo bool
+	// applied is the FluxInstance the play applies; hostNetwork, with flux_instance's host_network.
+	applied     *unstructured.Unstructured
+	hostNetwork bool
 }
 
-// instancePath is the instance file relative to root (slashes), or as given
-// when it is outside.
-func instancePath(root, file string) string {
+// instancePath is the instance file relative to root (slashes), and true;
+// or as given, and false, when it is outside.
+func instancePath(root, file string) (string, bool) {
 	abs, err := filepath.Abs(file)
 	if err != nil {
-		return file
+		return file, false
 	}
 	rel, err := filepath.Rel(root, abs)
-	if err != nil || strings.HasPrefix(rel, "..") {
-		return file
+	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		return file, false
 	}
-	return filepath.ToSlash(rel)
+	return filepath.ToSlash(rel), true
 }
 
 type substitution struct {
@@ -266,7 +281,12 @@ func (b *builder) build(ks unstructured.Unstructured) {
 	b.report.Kustomizations = append(b.report.Kustomizations, Checked{Name: id, Path: rel, Resources: resources.Size()})
 	for _, res := range resources.Resources() {
 		if res.GetKind() == kube.FluxInstanceKind && strings.HasPrefix(res.GetApiVersion(), kube.FluxInstanceGVR.Group+"/") {
-			b.report.Problems = append(b.report.Problems, b.instanceInPath(id, rel, res.GetNamespace()+"/"+res.GetName()))
+			obj, err := res.Map()
+			if err != nil {
+				b.report.Problems = append(b.report.Problems, Problem{Kind: "build", Kustomization: id, Path: rel, Message: fmt.Sprintf("read FluxInstance %s: %v", res.GetName(), err)})
+				continue
+			}
+			b.instanceFromGit(id, rel, ks, unstructured.Unstructured{Object: obj})
 		}
 		if (res.GetKind() == "ConfigMap" || res.GetKind() == "Secret") && res.GetApiVersion() == "v1" {
 			b.built[res.GetKind()+" "+res.GetNamespace()+"/"+res.GetName()] = true
@@ -296,21 +316,6 @@ func (b *builder) build(ks unstructured.Unstructured) {
 		}
 		b.build(child)
 	}
-}
-
-// instanceInPath is the problem of a FluxInstance that a Kustomization's
-// build applies: kustomize-controller's generated kustomization (a path
-// without kustomization.yaml) takes every manifest under the path, so Flux
-// would reconcile its own bootstrap, which Ansible applies once.
-func (b *builder) instanceInPath(id, rel, instance string) Problem {
-	file := b.instanceFile
-	fix := "move " + file + " out of " + rel + "/, or list that path's resources in an explicit " + path.Join(rel, "kustomization.yaml") + " that leaves " + path.Base(file) + " out"
-	if !strings.HasPrefix(file, rel+"/") && rel != "." {
-		fix = "leave the FluxInstance out of " + rel + "/'s kustomization.yaml"
-	}
-	return Problem{Kind: "instance", Kustomization: id, Path: file,
-		Message: fmt.Sprintf("Kustomization %s (path %s) applies the FluxInstance %s (%s): Flux would reconcile its own bootstrap, and with prune, removing the file would delete Flux", id, rel, instance, file),
-		Fix:     fix}
 }
 
 // substitutionsOf notes the Kustomization's required substituteFrom

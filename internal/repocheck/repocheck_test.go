@@ -270,21 +270,62 @@ spec:
 
 // Seed 000 keeps the FluxInstance at flux/cluster.yaml and syncs path flux
 // with no kustomization.yaml there: kustomize-controller takes every
-// manifest under the path, the FluxInstance with them.
+// manifest under the path, the FluxInstance with them. Flux managing
+// itself is legitimate (warned, with the consequence and the fixes); a
+// FluxInstance in git that differs from the one the play applies fails.
 func TestInstanceInsideItsSyncPath(t *testing.T) {
 	inFlux := strings.Replace(instance, "path: clusters/home", "path: flux", 1)
-	root := seedRepo(t, map[string]string{"flux/cluster.yaml": inFlux, ".sourceignore": "!/apps/branding/icon.png\n"})
-	// The apps Kustomization moves beside the FluxInstance, into the sync path.
-	require.NoError(t, os.Rename(filepath.Join(root, "clusters", "home", "apps.yaml"), filepath.Join(root, "flux", "apps.yaml")))
-	r := check(t, root, "flux-system/git-deploy-key", "flux-system/sops-age")
-	require.Len(t, r.Problems, 1, "%+v", r.Problems)
-	p := r.Problems[0]
-	assert.Equal(t, "instance", p.Kind)
-	assert.Equal(t, "flux-system/flux-system", p.Kustomization)
-	assert.Equal(t, "Kustomization flux-system/flux-system (path flux) applies the FluxInstance flux-system/flux (flux/cluster.yaml): Flux would reconcile its own bootstrap, and with prune, removing the file would delete Flux", p.Message)
-	assert.Equal(t, "move flux/cluster.yaml out of flux/, or list that path's resources in an explicit flux/kustomization.yaml that leaves cluster.yaml out", p.Fix)
-
-	// The fix: an explicit kustomization.yaml that lists the rest.
-	require.NoError(t, os.WriteFile(filepath.Join(root, "flux", "kustomization.yaml"), []byte("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - apps.yaml\n"), 0o644))
-	assert.Empty(t, check(t, root, "flux-system/git-deploy-key", "flux-system/sops-age").Problems)
+	annotated := strings.Replace(inFlux, "  namespace: flux-system\n", "  namespace: flux-system\n  annotations:\n    kustomize.toolkit.fluxcd.io/prune: disabled\n", 1)
+	// The same FluxInstance, written otherwise: flow style, keys reordered, quotes.
+	rewritten := `{"kind": "FluxInstance", "apiVersion": "fluxcd.controlplane.io/v1", "metadata": {"namespace": "flux-system", "name": "flux"},
+ "spec": {"sync": {"pullSecret": "git-deploy-key", "path": "flux", "ref": "refs/heads/main", "url": "ssh://git@github.com/me/homelab.git", "kind": "GitRepository"},
+ "distribution": {"version": "2.x"}}}`
+	const warning = "Kustomization flux-system/flux-system (path flux) applies the FluxInstance flux-system/flux (flux/cluster.yaml): Flux reconciles its own FluxInstance, so a change to the file reaches the cluster through git (as flux-operator documents upgrades), and with prune, removing or renaming the file deletes the FluxInstance, and Flux with it"
+	const fix = "annotate it `kustomize.toolkit.fluxcd.io/prune: disabled` (metadata.annotations in flux/cluster.yaml), or list flux/'s resources in an explicit flux/kustomization.yaml that leaves cluster.yaml out"
+	for name, tc := range map[string]struct {
+		inGit, played string // played: the file the play applies, when not the repository's
+		hostNetwork   bool
+		extra         map[string]string
+		warnings      []Problem
+		problem       string // the failure's message, in part
+	}{
+		"seed 000: Flux reconciles the play's own file, warned": {inGit: inFlux,
+			warnings: []Problem{{Kind: "instance", Kustomization: "flux-system/flux-system", Path: "flux/cluster.yaml", Message: warning, Fix: fix}}},
+		"the play's file written otherwise: compared as YAML, not bytes": {inGit: inFlux, played: rewritten,
+			warnings: []Problem{{Kind: "instance", Kustomization: "flux-system/flux-system", Path: "flux/cluster.yaml", Message: warning, Fix: fix}}},
+		"annotated prune: disabled": {inGit: annotated},
+		"an explicit kustomization.yaml that leaves it out": {inGit: inFlux,
+			extra: map[string]string{"flux/kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - apps.yaml\n"}},
+		"the play applies another version: the two would fight": {inGit: annotated, played: strings.Replace(annotated, `version: "2.x"`, `version: "2.9.5"`, 1),
+			problem: "the FluxInstance flux-system/flux that Kustomization flux-system/flux-system (path flux) applies from git differs from the one the play applies (PLAYED) in spec.distribution: the play and Flux would each apply their own"},
+		"the play adds host-network patches that git's lacks": {inGit: annotated, hostNetwork: true,
+			problem: "differs from the one the play applies (flux/cluster.yaml) in spec.kustomize: the play and Flux would each apply their own"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			files := map[string]string{"flux/cluster.yaml": tc.inGit, ".sourceignore": "!/apps/branding/icon.png\n"}
+			for k, v := range tc.extra {
+				files[k] = v
+			}
+			root := seedRepo(t, files)
+			// The apps Kustomization moves beside the FluxInstance, into the sync path.
+			require.NoError(t, os.Rename(filepath.Join(root, "clusters", "home", "apps.yaml"), filepath.Join(root, "flux", "apps.yaml")))
+			o := Options{Root: root, Instance: []byte(tc.inGit), InstanceFile: "flux/cluster.yaml", HostNetwork: tc.hostNetwork,
+				Secrets: []string{"flux-system/git-deploy-key", "flux-system/sops-age"}}
+			if tc.played != "" {
+				o.InstanceFile = filepath.Join(t.TempDir(), "played.yaml")
+				o.Instance = []byte(tc.played)
+			}
+			r, err := Check(o)
+			require.NoError(t, err)
+			assert.Equal(t, tc.warnings, r.Warnings)
+			if tc.problem == "" {
+				assert.Empty(t, r.Problems)
+				return
+			}
+			require.Len(t, r.Problems, 1, "%+v", r.Problems)
+			assert.Equal(t, "instance", r.Problems[0].Kind)
+			assert.Contains(t, r.Problems[0].Message, strings.ReplaceAll(tc.problem, "PLAYED", o.InstanceFile))
+			assert.Contains(t, r.Problems[0].Fix, "make the two the same")
+		})
+	}
 }

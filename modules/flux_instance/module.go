@@ -20,7 +20,7 @@ var module = &ansible.Module{
 	DiffMode:  "full",
 	Notes: []string{
 		"The operator accepts only the name C(flux); the namespace defaults to C(flux-system).",
-		"Ansible applies the FluxInstance; Flux never reconciles its own bootstrap. Once the instance carries a C(kustomize.toolkit.fluxcd.io/name) or C(helm.toolkit.fluxcd.io/name) label, it is left alone (C(adopted), with a warning), by C(state=absent) too, unless C(force=true).",
+		"Ansible applies the FluxInstance; Flux reconciles it too only when its file is inside its own sync path (M(gitops.k3s_flux.flux_repo_check) warns of that, and fails when the two differ). Once the instance carries a C(kustomize.toolkit.fluxcd.io/name) or C(helm.toolkit.fluxcd.io/name) label, it is left alone (C(adopted), with a warning), by C(state=absent) too, unless C(force=true).",
 		"C(state=absent) deletes the instance: with C(uninstall=true) the operator uninstalls Flux (its finalizer deletes what it installed); with C(uninstall=false) reconciliation is disabled first, so Flux keeps running and only the instance goes.",
 	},
 	Spec: ansible.Spec{

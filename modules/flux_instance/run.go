@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible"
+	"github.com/gitops-k3s-flux/k3s_flux/internal/hostnetwork"
 	"github.com/gitops-k3s-flux/k3s_flux/internal/kube"
 )
 
@@ -78,7 +79,7 @@ func loadInstance(a args) (*unstructured.Unstructured, error) {
 		obj.SetNamespace("flux-system")
 	}
 	if a.HostNetwork {
-		if err := withHostNetwork(obj); err != nil {
+		if err := hostnetwork.Add(obj); err != nil {
 			return nil, fmt.Errorf("%s: %w", what, err)
 		}
 	}

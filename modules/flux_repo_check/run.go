@@ -14,11 +14,12 @@ import (
 )
 
 type args struct {
-	Path       string   `json:"path"`
-	Instance   string   `json:"instance"`
-	Secrets    []string `json:"secrets"`
-	ConfigMaps []string `json:"config_maps"`
-	KnownHosts *string  `json:"known_hosts"`
+	Path        string   `json:"path"`
+	Instance    string   `json:"instance"`
+	Secrets     []string `json:"secrets"`
+	ConfigMaps  []string `json:"config_maps"`
+	KnownHosts  *string  `json:"known_hosts"`
+	HostNetwork bool     `json:"host_network"`
 }
 
 // cacheDir keeps the last clean report per repository, beside the binaries
@@ -57,7 +58,7 @@ func run(_ context.Context, req *ansible.Request) (*ansible.Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("instance: %w", err)
 	}
-	o := repocheck.Options{Root: a.Path, Instance: raw, InstanceFile: a.Instance, Secrets: a.Secrets, ConfigMaps: a.ConfigMaps, CacheDir: cacheDir()}
+	o := repocheck.Options{Root: a.Path, Instance: raw, InstanceFile: a.Instance, Secrets: a.Secrets, ConfigMaps: a.ConfigMaps, HostNetwork: a.HostNetwork, CacheDir: cacheDir()}
 	if a.KnownHosts != nil {
 		o.KnownHosts = knownhosts.GitHubHosts // what seed_secret writes for "github"
 		if *a.KnownHosts != "github" {
@@ -74,6 +75,9 @@ func run(_ context.Context, req *ansible.Request) (*ansible.Result, error) {
 	res.Set("excluded", report.Excluded)
 	res.Set("skipped", report.Skipped)
 	res.Set("cached", report.Cached)
+	for _, w := range report.Warnings {
+		req.Warn("%s; fix: %s", w.Message, w.Fix)
+	}
 	if len(report.Problems) == 0 {
 		return res, nil
 	}

@@ -3,6 +3,7 @@ package fluxrepocheck
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -104,4 +105,29 @@ func TestCredentialInTheRepository(t *testing.T) {
 			"and the repository directory is not a git work tree that could ignore it: pushed, it would be published; fix: move it out of the repository, or encrypt it with SOPS", res["msg"])
 		assert.NotContains(t, raw, password)
 	}
+}
+
+// Seed 000's own layout: flux/cluster.yaml inside sync.path flux runs,
+// warned with the consequence and the fixes; with host_network the play's
+// FluxInstance is not git's, and the check fails.
+func TestSeed000LayoutRunsWarned(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	raw, err := os.ReadFile("testdata/seed/flux/cluster.yaml")
+	require.NoError(t, err)
+	inFlux := strings.Replace(string(raw), "path: clusters/home", "path: flux", 1)
+	root := seedCopy(t, map[string]string{".sourceignore": "!/apps/branding/icon.png\n", "flux/cluster.yaml": inFlux})
+	require.NoError(t, os.Rename(filepath.Join(root, "clusters", "home", "apps.yaml"), filepath.Join(root, "flux", "apps.yaml")))
+	args := map[string]any{"path": root, "secrets": seeded, "known_hosts": "github"}
+	for i := range 2 { // the second run's report comes from the cache, its warning too
+		res, code, _ := ansibletest.Run(t, module, run, args)
+		require.Equal(t, 0, code, res)
+		assert.Equal(t, i == 1, res["cached"])
+		require.Len(t, res["warnings"], 1)
+		assert.Contains(t, res["warnings"].([]any)[0], "applies the FluxInstance flux-system/flux (flux/cluster.yaml): Flux reconciles its own FluxInstance")
+		assert.Contains(t, res["warnings"].([]any)[0], "fix: annotate it `kustomize.toolkit.fluxcd.io/prune: disabled`")
+	}
+	args["host_network"] = true
+	res, code, _ := ansibletest.Run(t, module, run, args)
+	require.Equal(t, 1, code, res)
+	assert.Contains(t, res["msg"], "differs from the one the play applies")
 }

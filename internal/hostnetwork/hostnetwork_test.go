@@ -1,4 +1,4 @@
-package fluxinstance
+package hostnetwork
 
 import (
 	"encoding/json"
@@ -65,13 +65,19 @@ func TestHostNetworkKeepsTheInstancesPatches(t *testing.T) {
 	own := map[string]any{"target": map[string]any{"kind": "Kustomization", "name": "flux-system"}, "patch": "- op: add\n  path: /spec/decryption\n  value: {provider: sops}\n"}
 	def["spec"].(map[string]any)["kustomize"] = map[string]any{"patches": []any{own}}
 	obj := &unstructured.Unstructured{Object: def}
-	require.NoError(t, withHostNetwork(obj))
+	require.NoError(t, Add(obj))
 	patches, _, _ := unstructured.NestedSlice(obj.Object, "spec", "kustomize", "patches")
 	require.Len(t, patches, 1+len(controllerPorts))
 	assert.Equal(t, own, patches[0])
 
 	plain := &unstructured.Unstructured{Object: definition("2.9.5")}
-	require.NoError(t, withHostNetwork(plain))
+	require.NoError(t, Add(plain))
 	patches, _, _ = unstructured.NestedSlice(plain.Object, "spec", "kustomize", "patches")
 	assert.Len(t, patches, len(controllerPorts))
+}
+
+// definition is a FluxInstance as a user writes it.
+func definition(version string) map[string]any {
+	return map[string]any{"apiVersion": "fluxcd.controlplane.io/v1", "kind": "FluxInstance", "metadata": map[string]any{"name": "flux", "namespace": "flux-system"},
+		"spec": map[string]any{"distribution": map[string]any{"version": version, "registry": "ghcr.io/fluxcd"}}}
 }

@@ -1,4 +1,7 @@
-package fluxinstance
+// Package hostnetwork puts the Flux controllers of a FluxInstance on the
+// host network (flux_instance's host_network): what the play applies, which
+// flux_repo_check compares with what Flux would apply from git.
+package hostnetwork
 
 import (
 	"fmt"
@@ -70,8 +73,8 @@ func hostNetworkPatches() []any {
 	return patches
 }
 
-// withHostNetwork adds the patches after the instance's own.
-func withHostNetwork(obj *unstructured.Unstructured) error {
+// Add adds the patches after the instance's own.
+func Add(obj *unstructured.Unstructured) error {
 	patches, _, err := unstructured.NestedSlice(obj.Object, "spec", "kustomize", "patches")
 	if err != nil {
 		return fmt.Errorf("spec.kustomize.patches: %w", err)
