@@ -13,12 +13,16 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/gitops-k3s-flux/k3s_flux/tests/bed"
 )
 
-// TestRebootRolling: playbooks/reboot.yml on a 3+1 cluster. Without -l it
-// asks first and, unanswered, changes nothing; --check reboots nothing;
+// TestRebootRolling: playbooks/reboot.yml on a 3+1 cluster. Without -l, or
+// with a group in it, it asks first and, unanswered, changes nothing;
+// --check reboots nothing; an unreachable host it reboots stops it before
+// any reboot; a server's reboot is refused while another server is down
+// (stopped, or not answering) and etcd would lose its quorum;
 // the rollout reboots the servers, then the agent, one at a time, each
 // drained (a PodDisruptionBudget respected), back with k3s running, its
 // Node Ready and uncordoned before the next (the test hosts reboot: sshd
@@ -72,7 +76,7 @@ func TestRebootRolling(t *testing.T) {
 		r := reboot()
 		require.Error(t, r.err)
 		flat := strings.Join(strings.Fields(r.output), " ")
-		assert.Contains(t, flat, "Not confirmed (answer yes, set k8s_cluster_reboot_confirmed=true, or name the hosts with -l): every host of the inventory was to be rebooted (node1, node2, node3, node4); nothing was changed.")
+		assert.Contains(t, flat, "Not confirmed (answer yes, set k8s_cluster_reboot_confirmed=true, or name each host with -l, one by one): the play was to reboot every host of the inventory (node1, node2, node3, node4); nothing was changed.")
 		assert.Empty(t, rebooted(before))
 	})
 
@@ -86,6 +90,8 @@ func TestRebootRolling(t *testing.T) {
 		assert.Empty(t, rebooted(before), "check mode reboots nothing")
 		assert.Equal(t, uncordoned, nodeVersions(t, kc), "and cordons nothing")
 	})
+
+	testRebootRefusals(t, rebootRun{b: b, kc: kc, reboot: reboot, bootIDs: bootIDs, rebooted: rebooted, uncordoned: uncordoned})
 
 	t.Run("rolling", func(t *testing.T) {
 		before := bootIDs()
@@ -125,6 +131,71 @@ func TestRebootRolling(t *testing.T) {
 		want["node3"] += " cordoned"
 		assert.Equal(t, want, nodeVersions(t, kc))
 		require.NoError(t, kc.PolicyV1().PodDisruptionBudgets("default").Delete(context.Background(), "pinned", metav1.DeleteOptions{}))
+	})
+}
+
+// rebootRun is what the reboot subtests share: the bed, its API, a run of
+// reboot.yml with extra arguments, the hosts' boot ids, which hosts
+// rebooted since those ids, and the Nodes' versions when all are uncordoned.
+type rebootRun struct {
+	b          *bed.Bed
+	kc         kubernetes.Interface
+	reboot     func(extra ...string) playResult
+	bootIDs    func() map[string]string
+	rebooted   func(before map[string]string) []string
+	uncordoned map[string]string
+}
+
+// testRebootRefusals: what reboot.yml refuses before any reboot: a group
+// in -l unconfirmed, a host it reboots that does not answer, and a server
+// whose reboot would leave etcd without a quorum.
+func testRebootRefusals(t *testing.T, rr rebootRun) {
+	// A group in -l may reach more hosts than meant: asked, as without -l.
+	t.Run("a group asks", func(t *testing.T) {
+		before := rr.bootIDs()
+		r := rr.reboot("-l", "k3s_controllers")
+		require.Error(t, r.err)
+		assert.Contains(t, strings.Join(strings.Fields(r.output), " "), "Not confirmed (answer yes, set k8s_cluster_reboot_confirmed=true, or name each host with -l, one by one): the play was to reboot the hosts -l k3s_controllers matches (node1, node2, node3; k3s_controllers is a group or pattern); nothing was changed.")
+		assert.Empty(t, rr.rebooted(before))
+	})
+
+	// node3 unreachable: named, it stops the play before node2's reboot;
+	// not named, it counts as an etcd member down, so node1's reboot would
+	// leave one of three running.
+	t.Run("unreachable", func(t *testing.T) {
+		node3 := rr.b.Hosts.Host("node3")
+		require.NoError(t, node3.SetLink(false))
+		defer func() { require.NoError(t, node3.SetLink(true)) }()
+		before := rr.bootIDs()
+		r := rr.reboot("-l", "node2,node3")
+		require.Error(t, r.err)
+		assert.Contains(t, strings.Join(strings.Fields(r.output), " "), "node3 did not answer (see above): a rolling reboot needs every host it reboots reachable first; nothing was rebooted.", r.output)
+		assert.Empty(t, rr.rebooted(before), "node2 not rebooted either")
+		assert.Empty(t, rebootTasks(r.output))
+
+		r = rr.reboot("-l", "node1")
+		require.Error(t, r.err)
+		assert.Contains(t, strings.Join(strings.Fields(r.output), " "), "Rebooting node1 would leave etcd without a quorum: of its 3 members (node1, node2, node3), 2 must run k3s, and while node1 reboots only node2 would (node3 did not answer); bring them back first. node1 was not rebooted.", r.output)
+		assert.Empty(t, rr.rebooted(before))
+		assert.Equal(t, rr.uncordoned, nodeVersions(t, rr.kc), "node1 not drained")
+	})
+
+	// node3's k3s stopped: rebooting node2 would leave node1 alone of three.
+	t.Run("quorum", func(t *testing.T) {
+		node3 := rr.b.Hosts.Host("node3")
+		_, err := node3.Exec("systemctl stop k3s")
+		require.NoError(t, err)
+		defer func() { _, err := node3.Exec("systemctl start k3s"); require.NoError(t, err) }()
+		before := rr.bootIDs()
+		r := rr.reboot("-l", "node2,node4")
+		require.Error(t, r.err)
+		assert.Contains(t, strings.Join(strings.Fields(r.output), " "), "Rebooting node2 would leave etcd without a quorum: of its 3 members (node1, node2, node3), 2 must run k3s, and while node2 reboots only node1 would (node3 runs no k3s); bring them back first. node2 and the nodes after it (node4) were not rebooted.", r.output)
+		assert.Empty(t, rr.rebooted(before), "neither node2 nor node4")
+		assert.Equal(t, rr.uncordoned, nodeVersions(t, rr.kc), "node2 not drained")
+		// In check mode too: the same refusal, before the drain it would report.
+		r = rr.reboot("-l", "node2", "--check")
+		require.Error(t, r.err)
+		assert.Contains(t, strings.Join(strings.Fields(r.output), " "), "Rebooting node2 would leave etcd without a quorum")
 	})
 }
 
