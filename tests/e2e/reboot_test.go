@@ -35,7 +35,9 @@ func TestRebootRolling(t *testing.T) {
 	c := installCollection(t)
 	b := bed.Start(t, bed.Options{Name: "k3sfo", Subnet: "10.213.16", Controllers: 3, Workers: 1})
 	dir := t.TempDir()
-	args := clusterPlayArgs(t, c, b, dir, map[string]any{"k8s_cluster_drain_options": map[string]any{"ignore_daemonsets": true, "wait_timeout": 10, "wait_sleep": 1}})
+	// A held-back eviction retried every second; the drains wait node_drain's own wait_timeout,
+	// but in "stops", whose drain is meant to run out of time.
+	args := clusterPlayArgs(t, c, b, dir, map[string]any{"k8s_cluster_drain_options": map[string]any{"ignore_daemonsets": true, "wait_sleep": 1}})
 	r := c.play(t, args...)
 	require.NoError(t, r.err, r.output)
 	kc, _, err := b.Clients()
@@ -118,7 +120,7 @@ func TestRebootRolling(t *testing.T) {
 	t.Run("stops", func(t *testing.T) {
 		workload(t, kc, "pinned", 1, "node3")
 		before := bootIDs()
-		r := reboot("-l", "node3,node4")
+		r := reboot("-l", "node3,node4", "-e", `{"k8s_cluster_drain_options": {"ignore_daemonsets": true, "wait_timeout": 10, "wait_sleep": 1}}`)
 		require.Error(t, r.err)
 		flat := strings.Join(strings.Fields(r.output), " ")
 		assert.Contains(t, flat, "The reboot of node3 (Node node3) failed at 'Drain the node before its reboot': drain node node3: not done after 10s: 1 pod(s) still held back by a PodDisruptionBudget (default/pinned-", r.output)
