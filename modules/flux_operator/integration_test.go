@@ -3,7 +3,6 @@
 package fluxoperator
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -21,8 +20,7 @@ import (
 
 func TestFluxOperatorAgainstRegistryAndAPIServer(t *testing.T) {
 	b := bed.Start(t, bed.Options{Name: "k3sfo", Subnet: "10.213.5"})
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
-	defer cancel()
+	ctx := t.Context()
 	require.NoError(t, b.AddNode(ctx, "worker"))
 	kc, _, err := b.Clients()
 	require.NoError(t, err)

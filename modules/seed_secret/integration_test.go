@@ -3,7 +3,6 @@
 package seedsecret
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
@@ -23,8 +22,7 @@ import (
 // real kube-apiserver.
 func TestSeedSecretAgainstAPIServer(t *testing.T) {
 	b := bed.Start(t, bed.Options{Name: "k3sfs", Subnet: "10.213.4"})
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	ctx := t.Context()
 	kc, _, err := b.Clients()
 	require.NoError(t, err)
 

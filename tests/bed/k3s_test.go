@@ -3,7 +3,6 @@
 package bed_test
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"strconv"
@@ -26,8 +25,7 @@ import (
 // installer would be used, and checks what k3s would do.
 func TestK3sStandIn(t *testing.T) {
 	b := bed.Start(t, bed.Options{Name: "k3sfk", Subnet: "10.213.3", Controllers: 1, Workers: 1})
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
+	ctx := t.Context()
 	kc, _, err := b.Clients()
 	require.NoError(t, err)
 	server, agent := b.Hosts.Host("node1"), b.Hosts.Host("node2")

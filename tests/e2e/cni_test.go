@@ -62,8 +62,7 @@ func TestCNIFromFlux(t *testing.T) {
 	require.NoError(t, err)
 	kc, _, err := b.Clients()
 	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
+	ctx := t.Context()
 	play := func() playResult {
 		t.Helper()
 		return c.play(t, "-i", b.Hosts.Inventory, filepath.Join(c.root, "playbooks", "k8s.yml"), "-e", "@"+varsFile)

@@ -55,8 +55,7 @@ func TestBootstrapPlay(t *testing.T) {
 	}
 	kc, _, err := b.Clients()
 	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
+	ctx := t.Context()
 
 	t.Run("the hosts have no Python and Ansible logs in as a sudo user", func(t *testing.T) {
 		inventory, err := os.ReadFile(b.Hosts.Inventory)

@@ -3,7 +3,6 @@
 package integration
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"testing"
@@ -24,8 +23,7 @@ func TestWaitsSurviveAnAPIServerRestart(t *testing.T) {
 	// Built first: make build can take minutes on a cold cache, and no wait below may count them.
 	m := modules(t)
 	b := bed.Start(t, bed.Options{Name: "k3sfr", Subnet: "10.213.9", Flux: true})
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
-	defer cancel()
+	ctx := t.Context()
 	require.NoError(t, b.AddNode(ctx, "worker"))
 	call := func(module string, args map[string]any) (map[string]any, int) {
 		t.Helper()

@@ -6,7 +6,6 @@
 package integration
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -26,8 +25,7 @@ func TestHandOff(t *testing.T) {
 	// Built first: make build can take minutes on a cold cache, and no wait below may count them.
 	m := modules(t)
 	b := bed.Start(t, bed.Options{Name: "k3sfh", Subnet: "10.213.6", Flux: true})
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
+	ctx := t.Context()
 	require.NoError(t, b.AddNode(ctx, "worker"))
 	kc, _, err := b.Clients()
 	require.NoError(t, err)
