@@ -49,6 +49,9 @@ type Options struct {
 	// reach them (127.0.0.2, this machine's loopback, which is each host's
 	// own) and starts Proxy on the test network, through which they can.
 	ProxyDownloads bool
+	// AuditReads has kube-apiserver keep an audit log of the reads (get,
+	// list) it answered, for APIReads: when a client's requests began.
+	AuditReads bool
 }
 
 // Bed is a running test bed.
@@ -116,7 +119,7 @@ func Up(ctx context.Context, opts Options) (b *Bed, err error) {
 			}
 		}
 	}
-	if b.cp, err = startControlPlane(ctx, filepath.Join(opts.Dir, "cluster"), hosts.BridgeAddr, hostIPs); err != nil {
+	if b.cp, err = startControlPlane(ctx, filepath.Join(opts.Dir, "cluster"), hosts.BridgeAddr, hostIPs, opts.AuditReads); err != nil {
 		return b, fmt.Errorf("start the control plane: %w", err)
 	}
 	b.Kubeconfig = b.cp.kubeconfig

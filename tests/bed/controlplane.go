@@ -2,7 +2,10 @@ package bed
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -30,13 +33,15 @@ type controlPlane struct {
 	dir        string
 	addr       string // the address kube-apiserver binds: the test bridge
 	kubeconfig string
+	auditLog   string // kube-apiserver's audit log of answered reads; "" when none is kept
 	ca         *pki.CA
 	procs      []*Process
 }
 
 // startControlPlane brings the control plane up on addr and waits until
-// the API server is ready and the default service account exists.
-func startControlPlane(ctx context.Context, dir, addr string, hostIPs []net.IP) (cp *controlPlane, err error) {
+// the API server is ready and the default service account exists; with
+// auditReads, kube-apiserver logs the reads it answered (APIReads).
+func startControlPlane(ctx context.Context, dir, addr string, hostIPs []net.IP, auditReads bool) (cp *controlPlane, err error) {
 	cp = &controlPlane{dir: dir, addr: addr}
 	defer func() {
 		if err != nil {
@@ -85,17 +90,26 @@ func startControlPlane(ctx context.Context, dir, addr string, hostIPs []net.IP) 
 	cp.procs = append(cp.procs, etcd)
 
 	p := func(name string) string { return filepath.Join(pkiDir, name) }
-	apiserver, err := startProcess("kube-apiserver", filepath.Join(logs, "kube-apiserver.log"), nil, false, bins["kube-apiserver"],
-		"--etcd-servers="+etcdURL,
-		"--bind-address="+addr, "--advertise-address="+addr, "--secure-port="+strconv.Itoa(APIServerPort),
-		"--tls-cert-file="+p(pki.ServingCertFile), "--tls-private-key-file="+p(pki.ServingKeyFile),
-		"--client-ca-file="+p(pki.CACertFile),
-		"--service-account-key-file="+p(pki.SAPubFile), "--service-account-signing-key-file="+p(pki.SAKeyFile),
+	var auditArgs []string
+	if auditReads {
+		policy := filepath.Join(dir, "audit-policy.yaml")
+		if err := os.WriteFile(policy, []byte(auditReadsPolicy), 0o600); err != nil {
+			return cp, err
+		}
+		cp.auditLog = filepath.Join(logs, "kube-apiserver-audit.log")
+		auditArgs = []string{"--audit-policy-file=" + policy, "--audit-log-path=" + cp.auditLog, "--audit-log-format=json", "--audit-log-mode=blocking"}
+	}
+	apiserver, err := startProcess("kube-apiserver", filepath.Join(logs, "kube-apiserver.log"), nil, false, append([]string{bins["kube-apiserver"],
+		"--etcd-servers=" + etcdURL,
+		"--bind-address=" + addr, "--advertise-address=" + addr, "--secure-port=" + strconv.Itoa(APIServerPort),
+		"--tls-cert-file=" + p(pki.ServingCertFile), "--tls-private-key-file=" + p(pki.ServingKeyFile),
+		"--client-ca-file=" + p(pki.CACertFile),
+		"--service-account-key-file=" + p(pki.SAPubFile), "--service-account-signing-key-file=" + p(pki.SAKeyFile),
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-		"--service-cluster-ip-range="+ServiceCIDR,
+		"--service-cluster-ip-range=" + ServiceCIDR,
 		"--authorization-mode=RBAC", "--allow-privileged=true",
 		"--enable-priority-and-fairness=false", "--profiling=false",
-		"--cert-dir="+filepath.Join(dir, "apiserver-certs"))
+		"--cert-dir=" + filepath.Join(dir, "apiserver-certs")}, auditArgs...)...)
 	if err != nil {
 		return cp, err
 	}
@@ -373,4 +387,50 @@ func (b *Bed) RestartAPIServer(ctx context.Context, down time.Duration) error {
 	return waitFor(ctx, "kube-apiserver /readyz after its restart", 200*time.Millisecond, func() error {
 		return cp.get("/readyz")
 	})
+}
+
+// auditReadsPolicy logs the reads (get, list) of API objects that the API
+// server answered, once each, but those of Leases (every controller renews
+// its own every few seconds).
+const auditReadsPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived", "ResponseStarted", "Panic"]
+rules:
+- level: None
+  nonResourceURLs: ["/*"]
+- level: None
+  resources: [{group: "coordination.k8s.io", resources: ["leases"]}]
+- level: Metadata
+  verbs: ["get", "list"]
+`
+
+// APIRead is a read the API server answered, as its audit log has it.
+type APIRead struct {
+	UserAgent string    `json:"userAgent"`
+	Verb      string    `json:"verb"`
+	URI       string    `json:"requestURI"`
+	Received  time.Time `json:"requestReceivedTimestamp"`
+}
+
+// APIReads are the reads from userAgent that the API server received
+// since then and answered, oldest first (Options.AuditReads).
+func (b *Bed) APIReads(userAgent string, since time.Time) ([]APIRead, error) {
+	if b.cp.auditLog == "" {
+		return nil, fmt.Errorf("no audit log of reads: start the bed with Options.AuditReads")
+	}
+	raw, err := os.ReadFile(b.cp.auditLog)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	var reads []APIRead
+	for line := range strings.Lines(string(raw)) {
+		var r APIRead
+		if json.Unmarshal([]byte(line), &r) != nil {
+			continue // a line being written
+		}
+		if r.UserAgent == userAgent && !r.Received.Before(since) {
+			reads = append(reads, r)
+		}
+	}
+	return reads, nil
 }

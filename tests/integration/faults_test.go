@@ -5,6 +5,7 @@ package integration
 import (
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -22,7 +23,7 @@ import (
 func TestWaitsSurviveAnAPIServerRestart(t *testing.T) {
 	// Built first: make build can take minutes on a cold cache, and no wait below may count them.
 	m := modules(t)
-	b := bed.Start(t, bed.Options{Name: "k3sfr", Subnet: "10.213.9", Flux: true})
+	b := bed.Start(t, bed.Options{Name: "k3sfr", Subnet: "10.213.9", Flux: true, AuditReads: true})
 	ctx := t.Context()
 	require.NoError(t, b.AddNode(ctx, "worker"))
 	call := func(module string, args map[string]any) (map[string]any, int) {
@@ -37,8 +38,12 @@ func TestWaitsSurviveAnAPIServerRestart(t *testing.T) {
 		elapsed time.Duration
 	}
 	// during runs the module in the background, restarts the API server
-	// once the wait is under way, then does what the wait needs.
-	during := func(module string, args map[string]any, after func()) result {
+	// once the wait is under way, then does what the wait needs. Under way:
+	// the API server answered one of the module's reads twice (each of these
+	// modules reads nothing before its wait, and each check of the wait
+	// begins with the same read), so its first check is done and its
+	// polling goes on, however long the machine took to get there.
+	during := func(t *testing.T, module string, args map[string]any, after func()) result {
 		t.Helper()
 		args["_ansible_verbosity"] = 1
 		done := make(chan result, 1)
@@ -47,7 +52,20 @@ func TestWaitsSurviveAnAPIServerRestart(t *testing.T) {
 			res, code := call(module, args)
 			done <- result{res, code, time.Since(start)}
 		}()
-		time.Sleep(2 * time.Second)
+		for polling := false; !polling; {
+			select {
+			case r := <-done:
+				require.FailNow(t, module+" ended before its wait was under way", "exit %d: %v", r.code, r.res["msg"])
+			case <-time.After(200 * time.Millisecond):
+			}
+			reads, err := b.APIReads(moduleUserAgent, start)
+			require.NoError(t, err)
+			seen := map[string]bool{}
+			for _, r := range reads {
+				polling = polling || seen[r.URI]
+				seen[r.URI] = true
+			}
+		}
 		restart := time.Now()
 		require.NoError(t, b.RestartAPIServer(ctx, 10*time.Second))
 		back := time.Now()
@@ -56,6 +74,8 @@ func TestWaitsSurviveAnAPIServerRestart(t *testing.T) {
 		r := <-done
 		t.Logf("%s: ended (exit %d) %s after it started, %s after the API server was back; reconciles requested: %v", module, r.code,
 			r.elapsed.Round(100*time.Millisecond), time.Since(back).Round(100*time.Millisecond), r.res["reconciles_requested"])
+		waiting, retrying := progressIndex(r.res, "] waiting for "), progressIndex(r.res, "] the API server did not answer, retrying")
+		assert.True(t, waiting >= 0 && retrying > waiting, "the module was waiting when the API server went away: %v", r.res["progress"])
 		return r
 	}
 	deployKey, err := os.ReadFile(b.Flux.Git.DeployKey)
@@ -73,7 +93,7 @@ func TestWaitsSurviveAnAPIServerRestart(t *testing.T) {
 				"sync": map[string]any{"kind": "GitRepository", "url": b.Flux.Git.SSHURL, "ref": "refs/heads/main",
 					"path": "clusters/test", "pullSecret": "git-deploy-key", "interval": "10m"}, // no reconcile but the one asked for
 			}}
-		r := during("flux_instance", map[string]any{"definition": definition, "require_secrets": []any{"flux-system/git-deploy-key"}, "wait_timeout": 150}, func() {
+		r := during(t, "flux_instance", map[string]any{"definition": definition, "require_secrets": []any{"flux-system/git-deploy-key"}, "wait_timeout": 150}, func() {
 			res, code := call("flux_operator", map[string]any{"chart_ref": b.Registry.ChartRef(), "chart_version": "0.59.0", "plain_http": true})
 			require.Equal(t, 0, code, res["msg"])
 		})
@@ -83,7 +103,7 @@ func TestWaitsSurviveAnAPIServerRestart(t *testing.T) {
 	})
 
 	t.Run("cluster_nodes_info waiting for a node", func(t *testing.T) {
-		r := during("cluster_nodes_info", map[string]any{"names": []any{"worker", "late"}, "wait_timeout": 120}, func() {
+		r := during(t, "cluster_nodes_info", map[string]any{"names": []any{"worker", "late"}, "wait_timeout": 120}, func() {
 			require.NoError(t, b.AddNode(ctx, "late"))
 		})
 		require.Equal(t, 0, r.code, r.res["msg"])
@@ -104,7 +124,7 @@ func TestWaitsSurviveAnAPIServerRestart(t *testing.T) {
 	t.Run("flux_status_info waiting for a revision, asking Flux for it", func(t *testing.T) {
 		sha, err := b.Flux.Git.Commit("after the blip", map[string]string{"infra/configs/settings.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cluster-settings\n  namespace: infra\ndata:\n  greeting: blip\n"})
 		require.NoError(t, err)
-		r := during("flux_status_info", map[string]any{"wait": true, "wait_for_revision": sha[:12], "wait_timeout": 300, "reconcile_stalled_after": 20}, func() {})
+		r := during(t, "flux_status_info", map[string]any{"wait": true, "wait_for_revision": sha[:12], "wait_timeout": 300, "reconcile_stalled_after": 20}, func() {})
 		if r.code != 0 {
 			t.Log(b.Flux.LogTails(60)) // what the controllers were doing
 		}
@@ -114,4 +134,20 @@ func TestWaitsSurviveAnAPIServerRestart(t *testing.T) {
 		assert.Contains(t, r.res["reconciles_requested"], "GitRepository/flux-system/flux-system")
 		assert.Contains(t, fmt.Sprint(r.res["progress"]), "requested a reconcile of GitRepository/flux-system/flux-system: its status has not changed for 20s")
 	})
+}
+
+// moduleUserAgent is the User-Agent of the modules' requests
+// (internal/kube, RESTConfig).
+const moduleUserAgent = "gitops.k3s_flux"
+
+// progressIndex is the index of the first of res's progress lines that
+// contains s, or -1.
+func progressIndex(res map[string]any, s string) int {
+	lines, _ := res["progress"].([]any)
+	for i, line := range lines {
+		if strings.Contains(fmt.Sprint(line), s) {
+			return i
+		}
+	}
+	return -1
 }
