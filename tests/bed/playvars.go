@@ -87,7 +87,6 @@ func (b *Bed) PlayVars(dir string) (vars map[string]any, secrets []string, err e
 		"flux_bootstrap_cluster_vars":        map[string]any{"cluster_name": ClusterName},
 		"flux_bootstrap_instance_src":        instanceFile,
 		"flux_bootstrap_repo_dir":            RepoFixture(),
-		"flux_bootstrap_wait_timeout":        120,
 	}
 	return vars, secrets, nil
 }

@@ -93,7 +93,7 @@ func TestWaitsSurviveAnAPIServerRestart(t *testing.T) {
 				"sync": map[string]any{"kind": "GitRepository", "url": b.Flux.Git.SSHURL, "ref": "refs/heads/main",
 					"path": "clusters/test", "pullSecret": "git-deploy-key", "interval": "10m"}, // no reconcile but the one asked for
 			}}
-		r := during(t, "flux_instance", map[string]any{"definition": definition, "require_secrets": []any{"flux-system/git-deploy-key"}, "wait_timeout": 150}, func() {
+		r := during(t, "flux_instance", map[string]any{"definition": definition, "require_secrets": []any{"flux-system/git-deploy-key"}}, func() {
 			res, code := call("flux_operator", map[string]any{"chart_ref": b.Registry.ChartRef(), "chart_version": "0.59.0", "plain_http": true})
 			require.Equal(t, 0, code, res["msg"])
 		})
@@ -103,7 +103,7 @@ func TestWaitsSurviveAnAPIServerRestart(t *testing.T) {
 	})
 
 	t.Run("cluster_nodes_info waiting for a node", func(t *testing.T) {
-		r := during(t, "cluster_nodes_info", map[string]any{"names": []any{"worker", "late"}, "wait_timeout": 120}, func() {
+		r := during(t, "cluster_nodes_info", map[string]any{"names": []any{"worker", "late"}}, func() {
 			require.NoError(t, b.AddNode(ctx, "late"))
 		})
 		require.Equal(t, 0, r.code, r.res["msg"])
@@ -112,7 +112,8 @@ func TestWaitsSurviveAnAPIServerRestart(t *testing.T) {
 	})
 
 	// Flux's own controllers take a while to come back from the blip (their
-	// watches re-list with backoff): measured 1m54s, hence 300 s. Nobody asks
+	// watches re-list with backoff): measured 1m54s, within the module's
+	// default wait (300 s), which every wait here keeps. Nobody asks
 	// Flux for the new commit (the source's interval is 10m): flux_status_info
 	// asks, as `flux reconcile source git` does, once the source has shown no
 	// progress for reconcile_stalled_after. The same request moves on a
@@ -124,7 +125,7 @@ func TestWaitsSurviveAnAPIServerRestart(t *testing.T) {
 	t.Run("flux_status_info waiting for a revision, asking Flux for it", func(t *testing.T) {
 		sha, err := b.Flux.Git.Commit("after the blip", map[string]string{"infra/configs/settings.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cluster-settings\n  namespace: infra\ndata:\n  greeting: blip\n"})
 		require.NoError(t, err)
-		r := during(t, "flux_status_info", map[string]any{"wait": true, "wait_for_revision": sha[:12], "wait_timeout": 300, "reconcile_stalled_after": 20}, func() {})
+		r := during(t, "flux_status_info", map[string]any{"wait": true, "wait_for_revision": sha[:12], "reconcile_stalled_after": 20}, func() {})
 		if r.code != 0 {
 			t.Log(b.Flux.LogTails(60)) // what the controllers were doing
 		}

@@ -79,7 +79,7 @@ func TestHandOff(t *testing.T) {
 	t.Run("flux_instance applies and waits for Ready", func(t *testing.T) {
 		start := time.Now()
 		res, code := call("flux_instance", map[string]any{"definition": instance("clusters/test"), "require_secrets": []any{"flux-system/git-deploy-key"},
-			"wait_timeout": 120, "_ansible_verbosity": 1})
+			"_ansible_verbosity": 1})
 		require.Equal(t, 0, code, res["msg"])
 		assert.Contains(t, fmt.Sprint(res["progress"]), "FluxInstance flux-system/flux is Ready", "progress shows under -v")
 		t.Logf("flux_instance apply and wait: %s", time.Since(start).Round(100*time.Millisecond))
@@ -117,7 +117,7 @@ func TestHandOff(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, b.RequestReconcile(ctx, bed.GitRepositoryGVR, "flux-system", "flux-system"))
 		start := time.Now()
-		res, code := call("flux_status_info", map[string]any{"wait": true, "wait_for_revision": sha[:12], "wait_timeout": 120})
+		res, code := call("flux_status_info", map[string]any{"wait": true, "wait_for_revision": sha[:12]})
 		require.Equal(t, 0, code, res["msg"])
 		t.Logf("flux_status_info wait for the pushed revision: %s", time.Since(start).Round(100*time.Millisecond))
 		assert.Equal(t, true, res["ready"])
@@ -181,7 +181,7 @@ func TestHandOff(t *testing.T) {
 		assert.Len(t, res["kustomizations"], 4, "the sync and the three Kustomizations of clusters/test")
 
 		require.NoError(t, b.RequestReconcile(ctx, bed.GitRepositoryGVR, "flux-system", "flux-system"))
-		res, code = call("flux_status_info", map[string]any{"wait": true, "wait_for_revision": sha[:12], "wait_timeout": 120})
+		res, code = call("flux_status_info", map[string]any{"wait": true, "wait_for_revision": sha[:12]})
 		require.Equal(t, 0, code, res["msg"])
 		assert.Empty(t, res["failing"], "the clean case reconciles")
 
