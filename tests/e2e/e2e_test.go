@@ -21,6 +21,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/yaml"
 
 	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible/ansibletest"
 	"github.com/gitops-k3s-flux/k3s_flux/tests/bed"
@@ -275,6 +276,19 @@ func clusterPlayArgs(t *testing.T, c collection, b *bed.Bed, dir string, extra m
 	path := filepath.Join(dir, "vars.json")
 	writeJSON(t, path, vars)
 	return []string{"-i", b.Hosts.Inventory, filepath.Join(c.root, "playbooks", "k8s.yml"), "-e", "@" + path}
+}
+
+// roleSeconds is a role's default for a variable that counts seconds
+// (roles/<role>/defaults/main.yml), as a duration.
+func roleSeconds(t *testing.T, c collection, role, name string) time.Duration {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(c.root, "roles", role, "defaults", "main.yml"))
+	require.NoError(t, err)
+	var defaults map[string]any
+	require.NoError(t, yaml.Unmarshal(raw, &defaults))
+	seconds, ok := defaults[name].(float64)
+	require.True(t, ok, "role %s: %s is not a number of seconds: %v", role, name, defaults[name])
+	return time.Duration(seconds) * time.Second
 }
 
 func writeJSON(t *testing.T, path string, v any) {

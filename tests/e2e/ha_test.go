@@ -182,7 +182,12 @@ func TestHAPlay(t *testing.T) {
 		bad["k8s_cluster_airgap_binary_sha256"] = strings.Repeat("0", 64)
 		r := play(bad)
 		require.Error(t, r.err)
-		assert.Less(t, r.duration, time.Minute, "no host goes on to wait for a controller that never started")
+		// No host goes on to wait for a controller that never started: the play stops before
+		// any installs, and ends before such a wait (k8s_cluster_wait_timeout, the role's
+		// default here) would have run out.
+		assert.NotContains(t, r.output, "TASK [gitops.k3s_flux.k8s_cluster : Configure k3s", "no host went on")
+		assert.NotContains(t, r.output, "TASK [gitops.k3s_flux.k8s_cluster : Wait until every node is", "no host went on")
+		assert.Less(t, r.duration, roleSeconds(t, h.c, "k8s_cluster", "k8s_cluster_wait_timeout"), "no host waited for a controller that never started")
 		assert.Contains(t, r.output, "k8s_cluster_airgap_binary "+b.K3s.Binary+": sha256 "+vars["k8s_cluster_airgap_binary_sha256"].(string)+", expected "+strings.Repeat("0", 64))
 		for _, h := range b.Hosts.Hosts {
 			_, err := h.Exec("test ! -e /etc/rancher/k3s/config.yaml && test ! -e /usr/local/bin/k3s")
