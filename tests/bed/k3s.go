@@ -14,6 +14,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gitops-k3s-flux/k3s_flux/tests/bed/testhosts"
@@ -36,6 +37,57 @@ type K3s struct {
 	Binary string
 	Script string
 	server *http.Server
+
+	mu    sync.Mutex
+	holds map[string]*heldDownload // by the address of the host whose download is held
+}
+
+// heldDownload is a host's download of the binary, held (HoldDownload).
+type heldDownload struct {
+	asked    chan struct{} // closed once the host asked for the binary
+	askedOne sync.Once
+	released chan struct{}
+}
+
+// HoldDownload holds the binary's download by the host at addr until
+// release: asked is closed once that host asked for it (its install is
+// under way, inside k3s_node's task), and the request is then answered
+// 503, so an install that outlived a test does not go on later.
+func (k *K3s) HoldDownload(addr string) (asked <-chan struct{}, release func()) {
+	h := &heldDownload{asked: make(chan struct{}), released: make(chan struct{})}
+	k.mu.Lock()
+	if k.holds == nil {
+		k.holds = map[string]*heldDownload{}
+	}
+	k.holds[addr] = h
+	k.mu.Unlock()
+	var once sync.Once
+	return h.asked, func() {
+		once.Do(func() {
+			k.mu.Lock()
+			delete(k.holds, addr)
+			k.mu.Unlock()
+			close(h.released)
+		})
+	}
+}
+
+// serveBinary serves the binary, but to a host whose download is held.
+func (k *K3s) serveBinary(w http.ResponseWriter, r *http.Request) {
+	host, _, _ := net.SplitHostPort(r.RemoteAddr)
+	k.mu.Lock()
+	h := k.holds[host]
+	k.mu.Unlock()
+	if h == nil {
+		http.ServeFile(w, r, k.Binary)
+		return
+	}
+	h.askedOne.Do(func() { close(h.asked) })
+	select {
+	case <-h.released:
+	case <-r.Context().Done():
+	}
+	http.Error(w, "the test bed held this download, then dropped it", http.StatusServiceUnavailable)
 }
 
 // standinDir is tests/bed/k3sstandin in this source tree.
@@ -86,7 +138,7 @@ func startK3s(ctx context.Context, dir, addr, apiServer, pkiDir string) (*K3s, e
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/install.sh", func(w http.ResponseWriter, r *http.Request) { http.ServeFile(w, r, k.Script) })
-	mux.HandleFunc("/k3s", func(w http.ResponseWriter, r *http.Request) { http.ServeFile(w, r, k.Binary) })
+	mux.HandleFunc("/k3s", k.serveBinary)
 	k.server = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = k.server.Serve(l) }()
 	return k, nil

@@ -14,8 +14,8 @@ import (
 	"github.com/gitops-k3s-flux/k3s_flux/tests/bed"
 )
 
-// TestNodeLostMidPlay pulls node3's network link as soon as its node task has
-// written its config there, while the same task goes on to install k3s: node3 fails UNREACHABLE
+// TestNodeLostMidPlay pulls node3's network link while its node task installs k3s
+// (the bed holds node3's download of k3s until then): node3 fails UNREACHABLE
 // (SSH keepalives, not TCP's ~15 minutes), node1 and node2 complete and are Ready; with the link
 // back, the same play converges with no manual step.
 func TestNodeLostMidPlay(t *testing.T) {
@@ -30,6 +30,8 @@ func TestNodeLostMidPlay(t *testing.T) {
 	node3 := b.Hosts.Host("node3")
 
 	t.Run("node3 lost", func(t *testing.T) {
+		asked, release := b.K3s.HoldDownload(node3.Addr)
+		defer release()
 		cmd := exec.Command("ansible-playbook", args...)
 		cmd.Env = c.env(t)
 		var out strings.Builder
@@ -41,24 +43,17 @@ func TestNodeLostMidPlay(t *testing.T) {
 
 		// However long the play takes to get there (facts, preflight, node1's install and wait):
 		// go test's -timeout ends a play that never does.
-		var cut time.Time
-	watch:
-		for {
-			select {
-			case err := <-done:
-				t.Fatalf("the play ended (%v) before node3's config was written:\n%s", err, out.String())
-			case <-time.After(50 * time.Millisecond):
-				// Once the config is there: k3s_node's action plugin rendered it and
-				// now installs k3s, in the same task.
-				if _, err := node3.Exec("test -e /etc/rancher/k3s/config.yaml"); err == nil {
-					require.NoError(t, node3.SetLink(false))
-					cut = time.Now()
-					break watch
-				}
-			}
+		select {
+		case err := <-done:
+			t.Fatalf("the play ended (%v) before node3 asked for k3s:\n%s", err, out.String())
+		case <-asked: // k3s_node wrote node3's config, and its install waits on the download
 		}
+		_, err := node3.Exec("test -e /etc/rancher/k3s/config.yaml")
+		require.NoError(t, err, "the config is written before the install")
+		require.NoError(t, node3.SetLink(false))
+		cut := time.Now()
+		release()
 		t.Logf("link cut %s after the play started", cut.Sub(start).Round(100*time.Millisecond))
-		var err error
 		select {
 		case err = <-done:
 		case <-time.After(5 * time.Minute):
