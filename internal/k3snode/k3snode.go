@@ -378,3 +378,12 @@ func K3sShaped(dir string) bool {
 	}
 	return strings.Contains(base, "k3s")
 }
+
+// RestoreMark is the file a failed etcd restore leaves on the server it ran
+// on (k3s_etcd_restore), and removes once a restore succeeds: while it is
+// there, k3s_node does not start k3s, which would start a new, empty
+// cluster from the etcd data k3s moved aside. Under the data dir, so that a
+// reset (which removes the data dir) takes it too.
+func RestoreMark(dataDir string) string {
+	return filepath.Join(dataDir, "server", "db", "gitops.k3s_flux-restore-pending")
+}

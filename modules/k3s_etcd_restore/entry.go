@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible"
+	"github.com/gitops-k3s-flux/k3s_flux/internal/k3sconfig"
 	"github.com/gitops-k3s-flux/k3s_flux/internal/k3snode"
 )
 
@@ -14,4 +15,4 @@ var Entry = ansible.Entry{Module: Module, Run: func(ctx context.Context, req *an
 }}
 
 // ThisHost is the machine the binary runs on.
-var ThisHost = Host{Sys: k3snode.Real{}, BinDir: k3snode.DefaultPaths.BinDir, Now: time.Now}
+var ThisHost = Host{Sys: k3snode.Real{}, BinDir: k3snode.DefaultPaths.BinDir, ConfigPath: k3sconfig.DefaultPath, Now: time.Now}

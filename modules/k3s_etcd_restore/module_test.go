@@ -26,11 +26,13 @@ func TestBadInputs(t *testing.T) {
 }
 
 // fakeNode is a server whose k3s unit is active or not; it records the
-// commands run, and the cluster reset fails with failure when set.
+// commands run, and the cluster reset fails with failure when set, after
+// moving db/etcd aside as k3s does when moveFrom (the db dir) is set.
 type fakeNode struct {
-	active  bool
-	failure string
-	ran     []string
+	active   bool
+	failure  string
+	moveFrom string
+	ran      []string
 }
 
 func (f *fakeNode) Run(_ context.Context, _ []string, name string, args ...string) (string, error) {
@@ -43,6 +45,11 @@ func (f *fakeNode) Run(_ context.Context, _ []string, name string, args ...strin
 		return "LoadState=loaded\nActiveState=" + state + "\nSubState=running\nUnitFileState=enabled\nNRestarts=0\n", nil
 	}
 	f.ran = append(f.ran, cmd)
+	if strings.HasPrefix(cmd, "k3s server") && f.moveFrom != "" {
+		if err := os.Rename(filepath.Join(f.moveFrom, "etcd"), filepath.Join(f.moveFrom, "etcd-old-1764910001")); err != nil {
+			return "", err
+		}
+	}
 	if strings.HasPrefix(cmd, "k3s server") && f.failure != "" {
 		return "time=\"x\" level=fatal msg=\"Error: " + f.failure + "\"\n", errors.New("exit status 1")
 	}
@@ -72,7 +79,7 @@ func TestRun(t *testing.T) {
 			ran: []string{"systemctl stop k3s.service", "k3s server --cluster-reset --cluster-reset-restore-path=DATA/server/db/snapshots/pre-node1-1"}},
 		{name: "reset: k3s's words", args: map[string]any{"step": "reset", "snapshot": "pre-node1-1"}, node: fakeNode{failure: "etcd: snapshot path does not exist"}, db: true,
 			ran: []string{"k3s server --cluster-reset --cluster-reset-restore-path=DATA/server/db/snapshots/pre-node1-1"},
-			msg: "k3s server --cluster-reset --cluster-reset-restore-path=DATA/server/db/snapshots/pre-node1-1: etcd: snapshot path does not exist"},
+			msg: "k3s server --cluster-reset --cluster-reset-restore-path=DATA/server/db/snapshots/pre-node1-1: etcd: snapshot path does not exist. k3s is stopped on every server. k3s set nothing aside"},
 		{name: "reset: a snapshot not there, naming those kept", args: map[string]any{"step": "reset", "snapshot": "gone"}, node: fakeNode{active: true}, db: true,
 			msg: "snapshot DATA/server/db/snapshots/gone: no such file (kept in DATA/server/db/snapshots: pre-node1-1); nothing was changed"},
 		{name: "reset: a path in a name", args: map[string]any{"step": "reset", "snapshot": "../token"}, db: true,
@@ -89,12 +96,12 @@ func TestRun(t *testing.T) {
 			data := filepath.Join(t.TempDir(), "k3s")
 			if tc.db {
 				require.NoError(t, os.MkdirAll(filepath.Join(data, "server", "db", "snapshots"), 0o700))
-				require.NoError(t, os.WriteFile(filepath.Join(data, "server", "db", "snapshots", "pre-node1-1"), []byte("x"), 0o600))
+				require.NoError(t, os.WriteFile(filepath.Join(data, "server", "db", "snapshots", "pre-node1-1"), etcdSnapshot(boltDB(4096, 5, nil)), 0o600))
 			}
 			if tc.args["data_dir"] == nil {
 				tc.args["data_dir"] = data
 			}
-			h := Host{Sys: &tc.node, BinDir: "/usr/local/bin", Now: func() time.Time { return at }}
+			h := Host{Sys: &tc.node, BinDir: "/usr/local/bin", ConfigPath: filepath.Join(data, "no-config.yaml"), Now: func() time.Time { return at }}
 			res, _, _ := ansibletest.Run(t, Module, func(ctx context.Context, req *ansible.Request) (*ansible.Result, error) {
 				return Run(ctx, req, h)
 			}, tc.args)
@@ -105,7 +112,7 @@ func TestRun(t *testing.T) {
 			}
 			assert.Equal(t, ran, tc.node.ran)
 			if tc.msg != "" {
-				assert.Equal(t, fix(tc.msg), res["msg"])
+				assert.True(t, strings.HasPrefix(res["msg"].(string), fix(tc.msg)), res["msg"])
 				return
 			}
 			assert.Nil(t, res["failed"], res["msg"])
@@ -116,4 +123,112 @@ func TestRun(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestResetChecksFirst: a file that is no etcd snapshot is refused before
+// anything stops; a name is looked for in k3s's etcd-snapshot-dir.
+func TestResetChecksFirst(t *testing.T) {
+	good := etcdSnapshot(boltDB(4096, 5, nil))
+	for _, tc := range []struct {
+		name     string
+		snapshot string         // "FILE": the file written
+		content  []byte         // the file's
+		dir      string         // where it is written, under the test's directory
+		config   string         // k3s's config.yaml
+		args     map[string]any // more options
+		ran      []string       // "" when refused
+		msg      string         // the refusal
+	}{
+		{name: "/etc/passwd", snapshot: "FILE", content: []byte("root:x:0:0:root:/root:/bin/bash\n"), dir: "etc",
+			msg: "snapshot T/etc/FILE is not an etcd snapshot k3s can restore: it does not start with a bbolt database (the magic 0xED0CDAED of etcd's database file); nothing was changed"},
+		{name: "a copy cut short", snapshot: "FILE", content: good[:3*4096], dir: "copies",
+			msg: "snapshot T/copies/FILE is not an etcd snapshot k3s can restore: it is cut short: its header counts 5 pages of 4096 bytes (20480 bytes) and etcd appends a 32-byte sha256, the file has 12288 bytes (a copy that stopped early?); nothing was changed"},
+		{name: "a name in k3s's etcd-snapshot-dir", snapshot: "pre-node1-2", content: good, dir: "backups", config: "etcd-snapshot-dir: T/backups\n",
+			ran: []string{"systemctl stop k3s.service", "k3s server --cluster-reset --cluster-reset-restore-path=T/backups/pre-node1-2"}},
+		{name: "a name in snapshot_dir", snapshot: "pre-node1-2", content: good, dir: "mine", config: "etcd-snapshot-dir: T/backups\n",
+			args: map[string]any{"snapshot_dir": "T/mine"},
+			ran:  []string{"systemctl stop k3s.service", "k3s server --cluster-reset --cluster-reset-restore-path=T/mine/pre-node1-2"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			fix := func(s string) string { return strings.ReplaceAll(s, "T/", root+"/") }
+			require.NoError(t, os.MkdirAll(filepath.Join(root, tc.dir), 0o700))
+			file := filepath.Join(root, tc.dir, tc.snapshot)
+			if tc.snapshot == "FILE" {
+				tc.snapshot = file
+			}
+			require.NoError(t, os.WriteFile(file, tc.content, 0o600))
+			config := filepath.Join(root, "config.yaml")
+			require.NoError(t, os.WriteFile(config, []byte(fix(tc.config)), 0o600))
+			args := map[string]any{"step": "reset", "snapshot": tc.snapshot, "data_dir": filepath.Join(root, "k3s")}
+			for k, v := range tc.args {
+				args[k] = fix(v.(string))
+			}
+			node := fakeNode{active: true}
+			h := Host{Sys: &node, BinDir: "/usr/local/bin", ConfigPath: config, Now: time.Now}
+			res, _, _ := ansibletest.Run(t, Module, func(ctx context.Context, req *ansible.Request) (*ansible.Result, error) {
+				return Run(ctx, req, h)
+			}, args)
+			if tc.msg != "" {
+				assert.Equal(t, fix(tc.msg), res["msg"])
+				assert.Empty(t, node.ran, "nothing stopped")
+				return
+			}
+			assert.Nil(t, res["failed"], res["msg"])
+			var ran []string
+			for _, r := range tc.ran {
+				ran = append(ran, fix(r))
+			}
+			assert.Equal(t, ran, node.ran)
+		})
+	}
+}
+
+// TestFailedResetLeavesTheMark: k3s's cluster reset failing says where k3s
+// kept the data it had and how to retry or roll back, and leaves the mark
+// k3s_node reads; a reset that succeeds removes it.
+func TestFailedResetLeavesTheMark(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "k3s")
+	db := filepath.Join(data, "server", "db")
+	require.NoError(t, os.MkdirAll(filepath.Join(db, "etcd", "member"), 0o700))
+	require.NoError(t, os.MkdirAll(filepath.Join(db, "etcd-old-1000"), 0o700)) // an older restore's, not this one's
+	require.NoError(t, os.MkdirAll(filepath.Join(db, "snapshots"), 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(db, "snapshots", "pre-node1-1"), etcdSnapshot(boltDB(4096, 5, nil)), 0o600))
+	mark := filepath.Join(db, "gitops.k3s_flux-restore-pending")
+	run := func(node *fakeNode) map[string]any {
+		h := Host{Sys: node, BinDir: "/usr/local/bin", Now: func() time.Time { return time.Unix(1764910000, 0) }}
+		res, _, _ := ansibletest.Run(t, Module, func(ctx context.Context, req *ansible.Request) (*ansible.Result, error) {
+			return Run(ctx, req, h)
+		}, map[string]any{"step": "reset", "snapshot": "pre-node1-1", "data_dir": data})
+		return res
+	}
+	res := run(&fakeNode{active: true, failure: "etcd: no space left on device", moveFrom: db})
+	want := "k3s server --cluster-reset --cluster-reset-restore-path=DB/snapshots/pre-node1-1: etcd: no space left on device. " +
+		"k3s is stopped on every server. k3s moved the etcd data it had to DB/etcd-old-1764910001. " +
+		"To retry: fix the cause, then run playbooks/restore.yml again after copying DB/etcd-old-1764910001 back to DB/etcd (k3s moves it aside again). " +
+		"To roll back to the data as it was: on this server, mv DB/etcd-old-1764910001 DB/etcd, remove DB/gitops.k3s_flux-restore-pending and run playbooks/k8s.yml. " +
+		"Until then DB/gitops.k3s_flux-restore-pending stays, and k3s_node (playbook k8s.yml) refuses to start k3s here: it would start a new, empty cluster. " +
+		"abandon_restore (-e k8s_cluster_restore_abandon=true) starts it anyway"
+	assert.Equal(t, strings.ReplaceAll(want, "DB", db), res["msg"])
+	content, err := os.ReadFile(mark)
+	require.NoError(t, err, "the mark is left")
+	assert.Equal(t, "restore started at unix time 1764910000\n"+strings.ReplaceAll(want, "DB", db)+"\n", string(content))
+
+	// A retry that fails again still names the data from before the first.
+	require.NoError(t, os.MkdirAll(filepath.Join(db, "etcd-old-1764910002"), 0o700)) // the retry's move of a copy
+	res = run(&fakeNode{failure: "etcd: no space left on device"})
+	assert.Contains(t, res["msg"], "k3s moved the etcd data it had to "+db+"/etcd-old-1764910001 (the partial restores of the attempts since: "+db+"/etcd-old-1764910002)")
+
+	res = run(&fakeNode{})
+	assert.Nil(t, res["failed"], res["msg"])
+	assert.NoFileExists(t, mark, "a restore that succeeds removes the mark")
+}
+
+func TestRestoreFailureNothingMoved(t *testing.T) {
+	assert.Equal(t, "k3s: boom. k3s is stopped on every server. k3s set nothing aside: /d/db/etcd is as it was (missing: k3s needs it to restore; put the etcd data back there). "+
+		"To retry: fix the cause, then run playbooks/restore.yml again. To go back without the snapshot: remove /d/mark and run playbooks/k8s.yml. "+
+		"Until then /d/mark stays, and k3s_node (playbook k8s.yml) refuses to start k3s here: it would start a new, empty cluster. abandon_restore (-e k8s_cluster_restore_abandon=true) starts it anyway",
+		RestoreFailure("k3s: boom", "/d/db", nil, false, "/d/mark"))
+	assert.Contains(t, RestoreFailure("k3s: boom", "/d/db", []string{"/d/db/etcd-old-5"}, true, "/d/mark"),
+		"k3s moved the etcd data it had to /d/db/etcd-old-5 and left a partial restore in /d/db/etcd. To retry: fix the cause, then run playbooks/restore.yml again. To roll back to the data as it was: on this server, rm -rf /d/db/etcd, mv /d/db/etcd-old-5 /d/db/etcd, remove /d/mark")
 }

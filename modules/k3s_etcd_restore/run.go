@@ -8,26 +8,30 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible"
+	"github.com/gitops-k3s-flux/k3s_flux/internal/k3sconfig"
 	"github.com/gitops-k3s-flux/k3s_flux/internal/k3snode"
 	k3setcdsnapshot "github.com/gitops-k3s-flux/k3s_flux/modules/k3s_etcd_snapshot"
 )
 
 // Host is what Run needs of the node.
 type Host struct {
-	Sys    k3snode.System
-	BinDir string
-	Now    func() time.Time
+	Sys        k3snode.System
+	BinDir     string
+	ConfigPath string // k3s's config file, whose etcd-snapshot-dir k3s saves snapshots in
+	Now        func() time.Time
 }
 
 type args struct {
-	Step     string `json:"step"`
-	Snapshot string `json:"snapshot"`
-	DataDir  string `json:"data_dir"`
-	Timeout  int    `json:"timeout"`
+	Step        string `json:"step"`
+	Snapshot    string `json:"snapshot"`
+	SnapshotDir string `json:"snapshot_dir"`
+	DataDir     string `json:"data_dir"`
+	Timeout     int    `json:"timeout"`
 }
 
 // Run carries out the node's step (nothing in check mode).
@@ -41,8 +45,12 @@ func Run(ctx context.Context, req *ansible.Request, h Host) (*ansible.Result, er
 	}
 	path := ""
 	if a.Step == "reset" {
+		dir := snapshotDir(a.DataDir, a.SnapshotDir, h.ConfigPath)
 		var err error
-		if path, err = SnapshotPath(a.DataDir, a.Snapshot); err != nil {
+		if path, err = SnapshotPath(dir, a.Snapshot); err != nil {
+			return nil, err
+		}
+		if err := CheckSnapshot(path); err != nil {
 			return nil, err
 		}
 	}
@@ -75,12 +83,7 @@ func Run(ctx context.Context, req *ansible.Request, h Host) (*ansible.Result, er
 	}
 	switch a.Step {
 	case "reset":
-		ctx, cancel := context.WithTimeout(ctx, time.Duration(a.Timeout)*time.Second)
-		defer cancel()
-		out, err := h.Sys.Run(ctx, nil, filepath.Join(h.BinDir, "k3s"), "server", "--cluster-reset", "--cluster-reset-restore-path="+path)
-		if err != nil {
-			return nil, fmt.Errorf("k3s server --cluster-reset --cluster-reset-restore-path=%s: %s", path, k3setcdsnapshot.FatalMessage(out, err))
-		}
+		return res, reset(ctx, h, a, path)
 	case "rejoin":
 		if aside != "" {
 			if err := os.Rename(db, aside); err != nil {
@@ -91,10 +94,128 @@ func Run(ctx context.Context, req *ansible.Request, h Host) (*ansible.Result, er
 	return res, nil
 }
 
+// reset runs k3s's cluster reset with the snapshot. A failure leaves the
+// restore mark, for k3s_node not to start a new cluster here; a success
+// removes it.
+func reset(ctx context.Context, h Host, a args, path string) error {
+	db := filepath.Join(a.DataDir, "server", "db")
+	mark := k3snode.RestoreMark(a.DataDir)
+	started := markStarted(mark, h.Now().Unix())
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(a.Timeout)*time.Second)
+	defer cancel()
+	out, err := h.Sys.Run(ctx, nil, filepath.Join(h.BinDir, "k3s"), "server", "--cluster-reset", "--cluster-reset-restore-path="+path)
+	if err == nil {
+		if err := os.Remove(mark); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("the snapshot was restored, but its mark %s stays: %w", mark, err)
+		}
+		return nil
+	}
+	// What k3s moved aside since the first failed attempt: the oldest holds
+	// the data from before it, the others the partial restores of retries.
+	var moved []string
+	for _, d := range oldEtcdDirs(db) {
+		if t, err := strconv.ParseInt(strings.TrimPrefix(filepath.Base(d), "etcd-old-"), 10, 64); err == nil && t >= started {
+			moved = append(moved, d)
+		}
+	}
+	_, etcdErr := os.Stat(filepath.Join(db, "etcd"))
+	msg := RestoreFailure(fmt.Sprintf("k3s server --cluster-reset --cluster-reset-restore-path=%s: %s", path, k3setcdsnapshot.FatalMessage(out, err)),
+		db, moved, etcdErr == nil, mark)
+	if werr := os.WriteFile(mark, fmt.Appendf(nil, "%s%d\n%s\n", markStartedPrefix, started, msg), 0o600); werr != nil {
+		msg += fmt.Sprintf(" (writing the mark failed: %v)", werr)
+	}
+	return errors.New(msg)
+}
+
+// markStartedPrefix begins the mark's first line: when the first failed
+// restore started (a retry's failure keeps it, to name the data from before).
+const markStartedPrefix = "restore started at unix time "
+
+func markStarted(mark string, now int64) int64 {
+	raw, err := os.ReadFile(mark)
+	if err != nil {
+		return now
+	}
+	first, _, _ := strings.Cut(string(raw), "\n")
+	if t, err := strconv.ParseInt(strings.TrimPrefix(first, markStartedPrefix), 10, 64); err == nil && strings.HasPrefix(first, markStartedPrefix) {
+		return t
+	}
+	return now
+}
+
+// RestoreFailure is the message of a failed cluster reset: k3s's words,
+// then where k3s kept the data it had (it renames <db>/etcd to
+// <db>/etcd-old-<unix time> before it restores, pkg/etcd/etcd.go Restore),
+// how to retry, how to roll back, and the mark that stops k3s_node from
+// starting a new cluster here meanwhile.
+func RestoreFailure(k3sMsg, db string, moved []string, etcdThere bool, mark string) string {
+	etcd := filepath.Join(db, "etcd")
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s. k3s is stopped on every server. ", k3sMsg)
+	if len(moved) == 0 {
+		fmt.Fprintf(&b, "k3s set nothing aside: %s is as it was", etcd)
+		if !etcdThere {
+			b.WriteString(" (missing: k3s needs it to restore; put the etcd data back there)")
+		}
+		fmt.Fprintf(&b, ". To retry: fix the cause, then run playbooks/restore.yml again. To go back without the snapshot: remove %s and run playbooks/k8s.yml", mark)
+	} else {
+		old := moved[0]
+		fmt.Fprintf(&b, "k3s moved the etcd data it had to %s", old)
+		if len(moved) > 1 {
+			fmt.Fprintf(&b, " (the partial restores of the attempts since: %s)", strings.Join(moved[1:], ", "))
+		}
+		if etcdThere {
+			fmt.Fprintf(&b, " and left a partial restore in %s", etcd)
+		}
+		b.WriteString(". To retry: fix the cause, then run playbooks/restore.yml again")
+		if !etcdThere {
+			fmt.Fprintf(&b, " after copying %s back to %s (k3s moves it aside again)", old, etcd)
+		}
+		b.WriteString(". To roll back to the data as it was: on this server, ")
+		if etcdThere {
+			fmt.Fprintf(&b, "rm -rf %s, ", etcd)
+		}
+		fmt.Fprintf(&b, "mv %s %s, remove %s and run playbooks/k8s.yml", old, etcd, mark)
+	}
+	fmt.Fprintf(&b, ". Until then %s stays, and k3s_node (playbook k8s.yml) refuses to start k3s here: it would start a new, empty cluster. abandon_restore (-e k8s_cluster_restore_abandon=true) starts it anyway", mark)
+	return b.String()
+}
+
+// oldEtcdDirs lists the etcd data k3s set aside in db, oldest first.
+func oldEtcdDirs(db string) []string {
+	found, _ := filepath.Glob(filepath.Join(db, "etcd-old-*"))
+	slices.SortFunc(found, func(a, b string) int {
+		return cmpNumeric(strings.TrimPrefix(filepath.Base(a), "etcd-old-"), strings.TrimPrefix(filepath.Base(b), "etcd-old-"))
+	})
+	return found
+}
+
+// cmpNumeric orders unix times written in decimal.
+func cmpNumeric(a, b string) int {
+	if len(a) != len(b) {
+		return len(a) - len(b)
+	}
+	return strings.Compare(a, b)
+}
+
+// snapshotDir is where k3s keeps snapshots: the option, else the k3s
+// config's etcd-snapshot-dir, else <data_dir>/server/db/snapshots
+// (pkg/etcd/snapshot.go snapshotDir).
+func snapshotDir(dataDir, option, configPath string) string {
+	if option != "" {
+		return option
+	}
+	if configPath != "" {
+		if dir := k3sconfig.FileValue(configPath, "etcd-snapshot-dir"); dir != "" {
+			return dir
+		}
+	}
+	return filepath.Join(dataDir, "server", "db", "snapshots")
+}
+
 // SnapshotPath is the snapshot's file: an absolute path as it is, a name in
-// the snapshot directory; a missing one is refused naming those there.
-func SnapshotPath(dataDir, snapshot string) (string, error) {
-	dir := filepath.Join(dataDir, "server", "db", "snapshots")
+// the snapshot directory dir; a missing one is refused naming those there.
+func SnapshotPath(dir, snapshot string) (string, error) {
 	path := snapshot
 	if !filepath.IsAbs(snapshot) {
 		if filepath.Base(snapshot) != snapshot || snapshot == "." || snapshot == ".." {
