@@ -77,6 +77,8 @@ var module = &ansible.Module{
 				Description: []string{"Seconds to wait, in all, for the unit it started to be active and, with O(wait), for C(/readyz)."}},
 			{Name: "data_dir", Type: ansible.TypePath, Default: k3snode.DefaultPaths.DataDir,
 				Description: []string{"k3s's data directory (k3s C(data-dir)); the airgap images go under it."}},
+			{Name: "abandon_restore", Type: ansible.TypeBool, Default: false,
+				Description: []string{"Start k3s on a server where a failed etcd restore left its mark (module k3s_etcd_restore's C(<data_dir>/server/db/gitops.k3s_flux-restore-pending)), and remove the mark. When false, such a server is refused before anything changes, in check mode too, naming the mark and quoting what the restore said: k3s would run on what is left of the etcd data, and a first controller with C(cluster-init) would start a new, empty cluster."}},
 			{Name: "kubeconfig_path", Type: ansible.TypePath, Default: k3snode.DefaultPaths.Kubeconfig,
 				Description: []string{"The admin kubeconfig a server writes (k3s C(write-kubeconfig)), whose credentials C(/readyz) is asked with."}},
 			{Name: "proxy", Type: ansible.TypeDict,
@@ -181,6 +183,7 @@ type args struct {
 	Wait             bool   `json:"wait"`
 	WaitTimeout      int    `json:"wait_timeout"`
 	DataDir          string `json:"data_dir"`
+	AbandonRestore   bool   `json:"abandon_restore"`
 	KubeconfigPath   string `json:"kubeconfig_path"`
 	Proxy            *struct {
 		HTTP    string   `json:"http_proxy"`

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -116,6 +118,11 @@ func run(ctx context.Context, req *ansible.Request, sys k3snode.System, where k3
 	if err := checkBootstrapToken(req, a, where); err != nil {
 		return nil, err
 	}
+	said, markErr := os.ReadFile(k3snode.RestoreMark(where.DataDir))
+	abandoned, err := restoreRefusal(a.Role, k3snode.RestoreMark(where.DataDir), string(said), !errors.Is(markErr, fs.ErrNotExist), a.AbandonRestore)
+	if err != nil {
+		return nil, err
+	}
 	n := node{sys: sys, where: where}
 	s, err := n.read(ctx, a.Role)
 	if err != nil {
@@ -164,7 +171,43 @@ func run(ctx context.Context, req *ansible.Request, sys k3snode.System, where k3
 		res.Set("airgap_transfer_needed", true)
 		return res, errors.New("k3s must be installed from airgap files that are still on the controller: run this module as a task (its action plugin copies them to the node), or set remote_src with paths on the node")
 	}
-	return res, n.apply(ctx, req, a, p, nodeNameOf(steps), res)
+	err = n.apply(ctx, req, a, p, nodeNameOf(steps), res)
+	if err == nil && abandoned != "" {
+		err = dropRestoreMark(req, where, abandoned)
+	}
+	return res, err
+}
+
+// dropRestoreMark removes the mark of a restore the user abandoned, once k3s runs.
+func dropRestoreMark(req *ansible.Request, where k3snode.Paths, warning string) error {
+	req.Warn("%s", warning)
+	if err := os.Remove(k3snode.RestoreMark(where.DataDir)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove the restore mark: %w", err)
+	}
+	return nil
+}
+
+// restoreRefusal refuses to start k3s on a server where a failed etcd
+// restore left its mark (k3s_etcd_restore), quoting what the restore said:
+// k3s moved the etcd data aside, and the first controller's cluster-init
+// would start a new, empty cluster. abandon_restore makes it a warning.
+func restoreRefusal(role, mark, said string, present, abandon bool) (warning string, err error) {
+	if !present || role != "server" {
+		return "", nil
+	}
+	words := strings.TrimSpace(said)
+	if first, rest, _ := strings.Cut(words, "\n"); strings.HasPrefix(first, "restore started") {
+		words = strings.TrimSpace(rest) // when the first failed restore began: k3s_etcd_restore's
+	}
+	if abandon {
+		return fmt.Sprintf("abandon_restore: k3s starts although an etcd restore failed on this server (%s, removed now); what it said: %s", mark, words), nil
+	}
+	msg := fmt.Sprintf("%s is there: an etcd restore failed on this server, and k3s started now would run on what is left of its etcd data (with cluster-init, a new, empty cluster). "+
+		"Finish the restore (playbooks/restore.yml) or roll back as it said, then remove %s; or set abandon_restore (-e k8s_cluster_restore_abandon=true) to start k3s anyway", mark, mark)
+	if words != "" {
+		msg += ". The restore said: " + words
+	}
+	return "", errors.New(msg + "; nothing was changed")
 }
 
 // planResult is the result of plan p for a node in state s: what changes,

@@ -64,3 +64,37 @@ func TestUninstallHonoursDataDir(t *testing.T) {
 		assert.Equal(t, configuredDataDir, args["data_dir"], at)
 	}
 }
+
+// TestStartsFindTheRestoreMark: every task of role k8s_cluster that starts
+// k3s (k3s_node, state present) passes the configured data-dir, under which
+// a failed restore leaves its mark, so that a custom data-dir's mark stops
+// k3s from starting a new, empty cluster as the default one's does; the
+// play's own tasks pass k8s_cluster_restore_abandon. The restore's reset
+// looks for a snapshot by name in the configured etcd-snapshot-dir.
+func TestStartsFindTheRestoreMark(t *testing.T) {
+	dir := filepath.Join(ansibletest.RepoRoot(t), "roles", "k8s_cluster", "tasks")
+	files, err := filepath.Glob(filepath.Join(dir, "*.yml"))
+	require.NoError(t, err)
+	starts, resets := 0, 0
+	for _, f := range files {
+		var tasks []map[string]any
+		readYAML(t, f, &tasks)
+		for at, args := range moduleTasks(tasks, "gitops.k3s_flux.k3s_node", filepath.Base(f)) {
+			if args["state"] == nil || args["state"] == "present" {
+				starts++
+				assert.Equal(t, configuredDataDir, args["data_dir"], at)
+			}
+			if filepath.Base(f) == "main.yml" {
+				assert.Equal(t, "{{ k8s_cluster_restore_abandon }}", args["abandon_restore"], at)
+			}
+		}
+		for at, args := range moduleTasks(tasks, "gitops.k3s_flux.k3s_etcd_restore", filepath.Base(f)) {
+			if args["step"] == "reset" {
+				resets++
+				assert.Equal(t, "{{ _k8s_cluster_config['etcd-snapshot-dir'] | default(omit) }}", args["snapshot_dir"], at)
+			}
+		}
+	}
+	assert.GreaterOrEqual(t, starts, 4, "main.yml's three and reboot_one.yml's")
+	assert.Equal(t, 2, resets, "restore.yml's check and its reset")
+}
