@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -111,7 +112,7 @@ func clusterReset(s settings, bed bedInfo) error {
 		return fmt.Errorf("k3s stand-in: cluster-reset while the members %s run: stop k3s on every server first, as k3s documents (they would go on as a cluster of their own)", strings.Join(running, ", "))
 	}
 	if path := s.str("cluster-reset-restore-path", ""); path != "" {
-		if err := restoreSnapshot(client, path); err != nil {
+		if err := restoreSnapshot(client, path, dataDir); err != nil {
 			return err
 		}
 	}
@@ -153,9 +154,12 @@ func readMembers(client *apiClientT) (map[string]string, error) {
 	return list.Data, nil
 }
 
-// restoreSnapshot brings the ConfigMaps back to the snapshot's: each
-// created or replaced, any other (outside kube-system) deleted.
-func restoreSnapshot(client *apiClientT, path string) error {
+// restoreSnapshot is k3s's Restore (pkg/etcd/etcd.go): the snapshot found
+// (and unzipped), the etcd data moved to server/db/etcd-old-<unix time>,
+// then etcd's restore of the file; here that brings the ConfigMaps back to
+// the snapshot's: each created or replaced, any other (outside
+// kube-system) deleted.
+func restoreSnapshot(client *apiClientT, path, dataDir string) error {
 	raw, err := readSnapshotFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("etcd: snapshot path does not exist: %s", path)
@@ -163,8 +167,16 @@ func restoreSnapshot(client *apiClientT, path string) error {
 	if err != nil {
 		return err
 	}
+	etcd := filepath.Join(dataDir, "server", "db", "etcd")
+	if err := os.Rename(etcd, fmt.Sprintf("%s-old-%d", etcd, time.Now().Unix())); err != nil {
+		return err
+	}
+	payload, err := restoredPayload(raw)
+	if err != nil {
+		return err
+	}
 	var doc snapshotDoc
-	if err := json.Unmarshal(raw, &doc); err != nil || doc.Snapshot == "" {
+	if err := json.Unmarshal(payload, &doc); err != nil || doc.Snapshot == "" {
 		return fmt.Errorf("%s is not an etcd snapshot", path)
 	}
 	now, err := listConfigMaps(client)

@@ -190,7 +190,7 @@ func saveSnapshot(s settings, dir string, custom bool) error {
 	content, _ := json.Marshal(snapshotDoc{Snapshot: name, Node: node, Time: now.Format(time.RFC3339), ConfigMaps: configMaps})
 	path := filepath.Join(dir, name)
 	// etcd's snapshot.Save writes the file 0600.
-	if err := os.WriteFile(path, content, 0o600); err != nil {
+	if err := os.WriteFile(path, boltSnapshot(content), 0o600); err != nil {
 		return err
 	}
 	if s.bool("snapshot-compress") {

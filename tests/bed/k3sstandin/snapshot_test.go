@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -8,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	k3setcdrestore "github.com/gitops-k3s-flux/k3s_flux/modules/k3s_etcd_restore"
 )
 
 func TestParseSnapshotArgs(t *testing.T) {
@@ -84,10 +87,19 @@ func TestSnapshotContent(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, kept, 1)
 	assert.Regexp(t, `^z-node1-\d{10}\.zip$`, kept[0].name, "compressed, as k3s names it")
+	require.NoError(t, k3setcdrestore.CheckSnapshot(filepath.Join(dir, kept[0].name)), "what k3s_etcd_restore takes for an etcd snapshot")
 	raw, err := readSnapshotFile(filepath.Join(dir, kept[0].name))
 	require.NoError(t, err)
+	payload, err := restoredPayload(raw)
+	require.NoError(t, err)
 	var doc snapshotDoc
-	require.NoError(t, json.Unmarshal(raw, &doc))
+	require.NoError(t, json.Unmarshal(payload, &doc))
+	_, err = restoredPayload(raw[:len(raw)/2])
+	assert.EqualError(t, err, "snapshot missing hash but --skip-hash-check=false", "a copy cut short, as etcd refuses it")
+	changed := bytes.Clone(raw)
+	changed[5*boltPageSize] ^= 1
+	_, err = restoredPayload(changed)
+	assert.ErrorContains(t, err, "expected sha256 ")
 	assert.Equal(t, []configMapRecord{{Namespace: "default", Name: "kept", Data: map[string]string{"a": "1"}}}, doc.ConfigMaps)
 	_, err = readSnapshotFile(filepath.Join(dir, "missing"))
 	assert.ErrorIs(t, err, os.ErrNotExist)
