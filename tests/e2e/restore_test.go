@@ -68,8 +68,54 @@ func testRestore(t *testing.T, b *bed.Bed, vars map[string]any, version string, 
 		out, err := b.Hosts.Host("node2").Exec("systemctl is-active k3s")
 		assert.NoError(t, err, "nothing stopped: %s", out)
 
+		// What is no etcd snapshot is refused before any server stops: a file
+		// of another kind, and a copy of a real snapshot cut short.
+		const db = "/var/lib/rancher/k3s/server/db"
+		_, err = node1.Exec("head -c 6000 " + db + "/snapshots/" + snapshot + " >/var/lib/rancher/k3s/cut-snapshot")
+		require.NoError(t, err)
+		for file, why := range map[string]string{
+			"/etc/passwd":                       "it does not start with a bbolt database (the magic 0xED0CDAED of etcd's database file)",
+			"/var/lib/rancher/k3s/cut-snapshot": "it is cut short: its header counts ",
+		} {
+			r = run("restore.yml", with("k8s_cluster_restore_snapshot", file, "k8s_cluster_restore_confirmed", "true"))
+			require.Error(t, r.err)
+			assert.Contains(t, strings.Join(strings.Fields(r.output), " "), "snapshot "+file+" is not an etcd snapshot k3s can restore: "+why)
+			for _, h := range []string{"node1", "node2", "node3"} {
+				out, err := b.Hosts.Host(h).Exec("systemctl is-active k3s")
+				assert.NoError(t, err, "%s: nothing stopped for %s: %s", h, file, out)
+			}
+		}
+		_, err = node1.Exec("rm -f /var/lib/rancher/k3s/cut-snapshot")
+		require.NoError(t, err)
+
+		// A cluster reset that fails (here: node1's etcd data is not where k3s
+		// moves it from) leaves every server stopped and a mark on node1;
+		// k8s.yml then refuses to start k3s there, where cluster-init would
+		// start a new, empty cluster.
+		const mark = db + "/gitops.k3s_flux-restore-pending"
+		_, err = node1.Exec("mv " + db + "/etcd " + db + "/parked-etcd")
+		require.NoError(t, err)
+		r = run("restore.yml", with("k8s_cluster_restore_snapshot", snapshot, "k8s_cluster_restore_confirmed", "true"))
+		require.Error(t, r.err)
+		said := strings.Join(strings.Fields(r.output), " ")
+		assert.Contains(t, said, "k3s is stopped on every server. k3s set nothing aside: "+db+"/etcd is as it was (missing: k3s needs it to restore; put the etcd data back there). To retry: fix the cause, then run playbooks/restore.yml again.")
+		assert.Contains(t, said, "Until then "+mark+" stays, and k3s_node (playbook k8s.yml) refuses to start k3s here")
+		_, err = node1.Exec("test -f " + mark)
+		assert.NoError(t, err, "the mark is left on node1")
+		r = run("k8s.yml", with())
+		require.Error(t, r.err, "k8s.yml would start a new, empty cluster on node1")
+		assert.Contains(t, strings.Join(strings.Fields(r.output), " "), mark+" is there: an etcd restore failed on this server")
+		for _, h := range []string{"node1", "node2", "node3"} {
+			out, err := b.Hosts.Host(h).Exec("systemctl is-active k3s")
+			assert.Error(t, err, "%s: k3s not started: %s", h, out)
+		}
+		_, err = node1.Exec("mv " + db + "/parked-etcd " + db + "/etcd")
+		require.NoError(t, err)
+
 		r = run("restore.yml", with("k8s_cluster_restore_snapshot", snapshot, "k8s_cluster_restore_confirmed", "true"))
 		require.NoError(t, r.err, r.output)
+		_, err = node1.Exec("test -e " + mark)
+		assert.Error(t, err, "the restore that succeeded removed the mark")
 		t.Logf("restore of 3+1 nodes: %s", r.duration)
 		assert.True(t, exists("before"), "deleted after the snapshot: back")
 		assert.False(t, exists("after"), "made after the snapshot: gone")
@@ -87,6 +133,6 @@ func testRestore(t *testing.T, b *bed.Bed, vars map[string]any, version string, 
 				resets++
 			}
 		}
-		assert.Equal(t, 1, resets, "k3s server --cluster-reset ran once, with the snapshot")
+		assert.Equal(t, 2, resets, "k3s server --cluster-reset ran twice with the snapshot: the reset that failed, the one that restored")
 	})
 }
