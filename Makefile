@@ -83,14 +83,14 @@ testbed-rootfs: ## Register qemu-user-static with binfmt_misc and build the arm6
 	tests/tools/rootfs.sh arm64 >/dev/null
 	tests/tools/rootfs.sh armhf >/dev/null
 
-test-e2e: test-e2e-debian test-e2e-pypi ## End-to-end tests over SSH to test hosts (needs root): with Debian's ansible-core (pipelining off), then with ansible-core 2.19 from requirements.txt (pipelining on)
+test-e2e: test-e2e-debian test-e2e-pypi ## End-to-end tests over SSH to test hosts (needs root): with Debian's ansible-core (pipelining off), then with ansible-core 2.19 from hack/requirements-dev.txt (pipelining on)
 
 test-e2e-debian: build testbed-rootfs ## The end-to-end tests with Debian's ansible-core, pipelining off
 	just="$$(hack/just.sh)" && PATH="$$just:$$PATH" E2E_ANSIBLE_CORE="$$(dpkg-query -W -f '$${Version}' ansible-core | cut -d- -f1)" E2E_PIPELINING=false \
 		go test -tags e2e -count=1 -timeout 20m -v $(GOTESTFLAGS) ./tests/e2e/...
 
-test-e2e-pypi: build testbed-rootfs ## The end-to-end tests with ansible-core 2.19 from requirements.txt, pipelining on
-	venv="$$(hack/venv.sh)" && just="$$(hack/just.sh)" && PATH="$$venv/bin:$$just:$$PATH" E2E_ANSIBLE_CORE="$$(sed -n 's/^ansible-core==//p' requirements.txt)" E2E_PIPELINING=true \
+test-e2e-pypi: build testbed-rootfs ## The end-to-end tests with ansible-core 2.19 from hack/requirements-dev.txt, pipelining on
+	venv="$$(hack/venv.sh)" && just="$$(hack/just.sh)" && PATH="$$venv/bin:$$just:$$PATH" E2E_ANSIBLE_CORE="$$(sed -n 's/^ansible-core==//p' hack/requirements-dev.txt)" E2E_PIPELINING=true \
 		go test -tags e2e -count=1 -timeout 20m -v $(GOTESTFLAGS) ./tests/e2e/...
 
 N ?= 3
@@ -98,7 +98,7 @@ N ?= 3
 soak: deps testbed-bin testbed-rootfs build ## Run the integration and e2e tiers N times (N=3) and list each test's passes, failures and durations (not part of make test); LOADED=1 under a CPU hog on one core and an fsync writer
 	LOADED="$(LOADED)" tests/tools/soak.sh $(N)
 
-test-molecule: testbed-bin build ## molecule test of the default scenario against the test bed (molecule from requirements.txt)
+test-molecule: testbed-bin build ## molecule test of the default scenario against the test bed (molecule from hack/requirements-dev.txt)
 	tests/tools/molecule.sh
 
 collection: build ## Build the collection tarball into dist/

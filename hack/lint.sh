@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # make lint: the Go linters (goimports, go vet with every build tag, staticcheck), then
-# yamllint and ansible-lint (production profile) from a venv of requirements.txt, kept under
+# yamllint and ansible-lint (production profile) from a venv of hack/requirements-dev.txt, kept under
 # the cache and keyed by that file's hash. Needs the module binaries built (ansible-lint
 # resolves gitops.k3s_flux.* through them) and Debian's python3-venv.
 set -euo pipefail

@@ -45,6 +45,9 @@ cp -p plugins/bin/SHA256SUMS "$stage/plugins/bin/SHA256SUMS"
 
 ansible-galaxy collection build --force --output-path "$out" "$stage" >/dev/null
 tarball="$out/gitops-k3s_flux-$version.tar.gz"
+# ansible-builder installs what the tarball declares into every execution environment that holds
+# it: no Ansible, development tool or pinned version there, and every file its metadata names in it.
+go run ./tests/eedeps "$tarball"
 (cd "$out" && sha256sum "$(basename "$tarball")" gitops-k3s_flux-"$version"-controller-*.xz >SHA256SUMS)
 for f in "$tarball" "$out"/gitops-k3s_flux-"$version"-controller-*.xz; do
   awk -v f="$f" -v s="$(stat -c %s "$f")" 'BEGIN { printf "  %-60s %6.2f MB\n", f, s / 1048576 }'

@@ -6,7 +6,7 @@ BinaryModuleAction runs a Go binary where Ansible would run a Python module. The
 action plugin uses (ActionBase._execute_module, _low_level_execute_command, _transfer_file,
 _make_tmp_path, _fixup_perms2, _remove_tmp_path, _find_needle) are called on the action as
 usual; what else it relies on is here, each use with the ansible-core versions it was checked on:
-2.14 (Debian bookworm's package) and 2.19 (PyPI, requirements.txt), the two the tests run it on.
+2.14 (Debian bookworm's package) and 2.19 (PyPI, hack/requirements-dev.txt), the two the tests run it on.
 The version is read from ansible.release.
 """
 

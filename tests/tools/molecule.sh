@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # make test-molecule: `molecule test` of extensions/molecule/default (delegated driver) against
-# the local test bed, with molecule and ansible-core 2.19 from requirements.txt's venv.
+# the local test bed, with molecule and ansible-core 2.19 from hack/requirements-dev.txt's venv.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 cd "$root"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # ansible-test sanity for the collection, as collection CI runs it without Docker: --local with
 # ansible-test's own pinned requirements (--requirements), on Python 3.11 from the venv of
-# requirements.txt (ansible-core 2.19). Run from a copy of the tracked files at
+# hack/requirements-dev.txt (ansible-core 2.19). Run from a copy of the tracked files at
 # <tmp>/ansible_collections/gitops/k3s_flux, the path ansible-test needs, so that its output and
 # the built binaries stay out of the tree. tests/sanity/ignore-2.19.txt says what cannot apply.
 set -euo pipefail

@@ -21,7 +21,7 @@ tiers=(
   "unit|test-unit GOTESTFLAGS=-v"
   "integration|test-integration GOTESTFLAGS=-v"
   "e2e ansible-core $(dpkg-query -W -f '${Version}' ansible-core 2>/dev/null | cut -d- -f1)|test-e2e-debian"
-  "e2e ansible-core $(sed -n 's/^ansible-core==//p' requirements.txt)|test-e2e-pypi"
+  "e2e ansible-core $(sed -n 's/^ansible-core==//p' hack/requirements-dev.txt)|test-e2e-pypi"
   "molecule|test-molecule"
 )
 

@@ -40,7 +40,7 @@ mkdir -p "$pydir/ansible_collections/gitops"
 ln -s "$root" "$pydir/ansible_collections/gitops/k3s_flux"
 chmod -R a+rX "$pydir"
 # Each Python test with Debian's ansible-core, as the test user, then with ansible-core 2.19 (the
-# venv of requirements.txt, in this user's cache, so as this user): the plugins touch Ansible's
+# venv of hack/requirements-dev.txt, in this user's cache, so as this user): the plugins touch Ansible's
 # private API (plugin_utils/ansible_private.py) the way each version wants.
 venv="$(hack/venv.sh)"
 for python in /usr/bin/python3 "$venv/bin/python"; do
