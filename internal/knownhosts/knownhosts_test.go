@@ -83,3 +83,55 @@ func TestCustomKnownHosts(t *testing.T) {
 	_, err = Check("# only comments\n")
 	assert.ErrorContains(t, err, "holds no host key")
 }
+
+// TestPinnedForges: each forge's known_hosts holds its keys for its hosts
+// only, each key's SHA256 fingerprint (computed by x/crypto/ssh) the one
+// its page publishes, typed here again from the page, so that a key and
+// its pinned fingerprint edited together still fail.
+func TestPinnedForges(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		hosts        []string
+		fingerprints []string // ecdsa, ed25519, rsa
+	}{
+		// https://docs.github.com/en/authentication/keeping-your-account-and-data-secure/githubs-ssh-key-fingerprints
+		{"github", []string{"github.com", "[ssh.github.com]:443"}, []string{
+			"p2QAMXNIC1TJYWeIOttrVc98/R1BUFWu3/LiyKgUfQM", "+DiY3wvvV6TuJJhbpZisF/zLDA0zPMSvHdkr4UvCOqU", "uNiVztksCsDhcc0u9e8BujQXVUpKZIDTMczCvj3tD2s"}},
+		// https://docs.gitlab.com/user/gitlab_com/#ssh-host-keys-fingerprints
+		{"gitlab", []string{"gitlab.com"}, []string{
+			"HbW3g8zUjNSksFbqTiUWPWg2Bq1x8xdGUrliXFzSnUw", "eUXGGm1YGsMAS7vkcx6JOJdOGHPem5gQp4taiCfCLB8", "ROQFvPThGrW4RuWLoL9tq9I9zJ42fK4XywyRtbOz/EQ"}},
+		// https://docs.codeberg.org/security/ssh-fingerprint/
+		{"codeberg", []string{"codeberg.org"}, []string{
+			"T9FYDEHELhVkulEKKwge5aVhVTbqCW0MIRwAfpARs/E", "mIlxA9k46MmM6qdJOdMnAQpzGxF4WIVVL+fj+wZbw0g", "6QQmYi4ppFS4/+zSZ5S4IU+4sa6rwvQ4PbhCtPEBekQ"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hosts, ok := Hosts(tc.name)
+			require.True(t, ok)
+			assert.Equal(t, tc.hosts, hosts)
+			text, err := Pinned(tc.name)
+			require.NoError(t, err)
+			lines := strings.Split(strings.TrimSpace(text), "\n")
+			require.Len(t, lines, 3*len(tc.hosts))
+			for i, l := range lines {
+				_, hosts, key, _, _, err := ssh.ParseKnownHosts([]byte(l))
+				require.NoError(t, err)
+				assert.Equal(t, []string{tc.hosts[i/3]}, hosts)
+				assert.Equal(t, "SHA256:"+tc.fingerprints[i%3], ssh.FingerprintSHA256(key), l)
+			}
+		})
+	}
+	_, ok := Hosts("bitbucket")
+	assert.False(t, ok)
+	_, err := Pinned("bitbucket")
+	assert.ErrorContains(t, err, `"bitbucket" is not a forge whose host keys the collection pins (github, gitlab, codeberg)`)
+}
+
+// TestForgeRefusesAnotherForgesKey: a key under the wrong forge, or with
+// another's fingerprint, is refused naming both.
+func TestForgeRefusesAnotherForgesKey(t *testing.T) {
+	gitlab, codeberg := forges["gitlab"], forges["codeberg"]
+	_, err := gitlab.render([]hostKey{{codeberg.keys[1].Type, codeberg.keys[1].Blob, gitlab.keys[1].Fingerprint}})
+	assert.ErrorContains(t, err, "GitLab ssh-ed25519 host key has fingerprint SHA256:"+codeberg.keys[1].Fingerprint+", but GitLab publishes SHA256:"+gitlab.keys[1].Fingerprint)
+	_, err = gitlab.render([]hostKey{codeberg.keys[1]})
+	assert.ErrorContains(t, err, "GitLab ssh-ed25519 host key SHA256:"+codeberg.keys[1].Fingerprint+" is not one the collection pins")
+}

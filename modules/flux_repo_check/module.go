@@ -34,7 +34,7 @@ var module = &ansible.Module{
 		{Name: "host_network", Type: ansible.TypeBool, Default: false,
 			Description: []string{"The play applies the FluxInstance with M(gitops.k3s_flux.flux_instance)'s C(host_network) (its host-network patches added to C(spec.kustomize.patches)): what a FluxInstance in a sync path is compared with. Role C(flux_bootstrap) passes C(flux_bootstrap_cni_from_flux)."}},
 		{Name: "known_hosts",
-			Description: []string{"The deploy key's known_hosts: C(github) (GitHub's hosts, as M(gitops.k3s_flux.seed_secret) writes them) or known_hosts lines. Default: the SSH host is not checked."}},
+			Description: []string{"The deploy key's known_hosts: C(github), C(gitlab) or C(codeberg) (that forge's hosts, as M(gitops.k3s_flux.seed_secret) writes them: C(github.com) and C([ssh.github.com]:443), C(gitlab.com), C(codeberg.org)) or known_hosts lines. Default: the SSH host is not checked."}},
 	}},
 	Examples: `
 - name: Check the repository before the hand-off

@@ -60,8 +60,9 @@ func run(_ context.Context, req *ansible.Request) (*ansible.Result, error) {
 	}
 	o := repocheck.Options{Root: a.Path, Instance: raw, InstanceFile: a.Instance, Secrets: a.Secrets, ConfigMaps: a.ConfigMaps, HostNetwork: a.HostNetwork, CacheDir: cacheDir()}
 	if a.KnownHosts != nil {
-		o.KnownHosts = knownhosts.GitHubHosts // what seed_secret writes for "github"
-		if *a.KnownHosts != "github" {
+		var forge bool
+		// what seed_secret writes for "github", "gitlab" or "codeberg"
+		if o.KnownHosts, forge = knownhosts.Hosts(*a.KnownHosts); !forge {
 			o.KnownHosts = repocheck.HostsOf(*a.KnownHosts)
 		}
 	}

@@ -91,6 +91,37 @@ func TestKnownHostsAndSecrets(t *testing.T) {
 	assert.Contains(t, msg, "github.com is not in the deploy key's known_hosts (git.lan)")
 }
 
+// TestKnownHostsOfEachForge: known_hosts gitlab and codeberg cover their
+// forge's host only: a sync URL on it passes, one on GitHub is refused, as
+// known_hosts github refuses a GitLab URL.
+func TestKnownHostsOfEachForge(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	raw, err := os.ReadFile("testdata/seed/flux/cluster.yaml")
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		knownHosts, url, refused string
+	}{
+		{"github", "ssh://git@github.com/me/homelab.git", ""},
+		{"github", "ssh://git@gitlab.com/me/homelab.git", "spec.sync.url's host gitlab.com is not in the deploy key's known_hosts (github.com, [ssh.github.com]:443)"},
+		{"gitlab", "ssh://git@gitlab.com/me/homelab.git", ""},
+		{"gitlab", "ssh://git@github.com/me/homelab.git", "spec.sync.url's host github.com is not in the deploy key's known_hosts (gitlab.com)"},
+		{"codeberg", "git@codeberg.org:me/homelab.git", ""},
+		{"codeberg", "ssh://git@gitlab.com/me/homelab.git", "spec.sync.url's host gitlab.com is not in the deploy key's known_hosts (codeberg.org)"},
+	} {
+		t.Run(tc.knownHosts+" "+tc.url, func(t *testing.T) {
+			instance := strings.Replace(string(raw), "ssh://git@github.com/me/homelab.git", tc.url, 1)
+			root := seedCopy(t, map[string]string{".sourceignore": "!/apps/branding/icon.png\n", "flux/cluster.yaml": instance})
+			res, code, _ := ansibletest.Run(t, module, run, map[string]any{"path": root, "secrets": seeded, "known_hosts": tc.knownHosts})
+			if tc.refused == "" {
+				assert.Equal(t, 0, code, res["msg"])
+				return
+			}
+			require.Equal(t, 1, code)
+			assert.Contains(t, res["msg"], tc.refused)
+		})
+	}
+}
+
 // A credential in the repository fails the check, named by file and kind,
 // its value nowhere in the result.
 func TestCredentialInTheRepository(t *testing.T) {

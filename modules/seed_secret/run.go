@@ -291,9 +291,15 @@ func secretData(req *ansible.Request, s secretSpec) (map[string][]byte, []string
 		var knownHosts string
 		var warnings []string
 		var err error
-		if k.KnownHosts == "github" {
+		_, forge := knownhosts.Hosts(k.KnownHosts)
+		switch {
+		case k.GitHubMetaFile != "" && k.KnownHosts != "github":
+			return nil, nil, fmt.Errorf("git_deploy_key.github_meta_file confirms GitHub's keys: it goes with known_hosts=github only")
+		case k.KnownHosts == "github":
 			knownHosts, warnings, err = knownhosts.GitHub(k.GitHubMetaFile)
-		} else {
+		case forge:
+			knownHosts, err = knownhosts.Pinned(k.KnownHosts)
+		default:
 			knownHosts, err = knownhosts.Check(k.KnownHosts)
 		}
 		if err != nil {

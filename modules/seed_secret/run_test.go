@@ -4,11 +4,13 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"filippo.io/age"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/crypto/ssh"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -65,6 +67,42 @@ func TestGitHTTPS(t *testing.T) {
 	res, code, _ := seedOn(t, c, map[string]any{"secrets": []any{map[string]any{"name": "git-https", "namespace": "flux-system", "git_https": map[string]any{"username": "u"}}}})
 	assert.Equal(t, 1, code)
 	assert.Contains(t, res["msg"], "password")
+}
+
+// TestKnownHostsOfEachForge: known_hosts github, gitlab and codeberg write
+// that forge's pinned keys, for its hosts and no other's.
+func TestKnownHostsOfEachForge(t *testing.T) {
+	c := kubetest.New(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "flux-system"}})
+	deployKey := newDeployKey(t, "")
+	for _, tc := range []struct {
+		knownHosts string
+		hosts      []string
+		refused    string
+	}{
+		{"github", []string{"github.com", "[ssh.github.com]:443"}, "gitlab.com"},
+		{"gitlab", []string{"gitlab.com"}, "github.com"},
+		{"codeberg", []string{"codeberg.org"}, "github.com"},
+	} {
+		t.Run(tc.knownHosts, func(t *testing.T) {
+			res, code, _ := seedOn(t, c, map[string]any{"secrets": []any{map[string]any{"name": "git-deploy-key", "namespace": "flux-system",
+				"git_deploy_key": map[string]any{"private_key": deployKey, "known_hosts": tc.knownHosts}}}})
+			require.Equal(t, 0, code, res["msg"])
+			lines := strings.Split(strings.TrimSpace(storedData(t, c, "flux-system", "git-deploy-key")["known_hosts"]), "\n")
+			require.Len(t, lines, 3*len(tc.hosts), "ecdsa, ed25519 and rsa for each host")
+			for i, l := range lines {
+				_, hosts, _, _, _, err := ssh.ParseKnownHosts([]byte(l))
+				require.NoError(t, err)
+				assert.Equal(t, []string{tc.hosts[i/3]}, hosts)
+				assert.NotContains(t, l, tc.refused)
+			}
+		})
+	}
+	meta := filepath.Join(t.TempDir(), "meta.json")
+	require.NoError(t, os.WriteFile(meta, []byte("{}"), 0o600))
+	res, code, _ := seedOn(t, c, map[string]any{"secrets": []any{map[string]any{"name": "git-deploy-key", "namespace": "flux-system",
+		"git_deploy_key": map[string]any{"private_key": deployKey, "known_hosts": "gitlab", "github_meta_file": meta}}}})
+	assert.Equal(t, 1, code, "GitHub's meta file is not silently ignored")
+	assert.Contains(t, res["msg"], "git_deploy_key.github_meta_file confirms GitHub's keys: it goes with known_hosts=github only")
 }
 
 func TestSeedAgainstAnInMemoryCluster(t *testing.T) {
