@@ -78,8 +78,8 @@ func TestRun(t *testing.T) {
 		{name: "reset: stop, then restore", args: map[string]any{"step": "reset", "snapshot": "pre-node1-1"}, node: fakeNode{active: true}, db: true,
 			ran: []string{"systemctl stop k3s.service", "k3s server --cluster-reset --cluster-reset-restore-path=DATA/server/db/snapshots/pre-node1-1"}},
 		{name: "reset: k3s's words", args: map[string]any{"step": "reset", "snapshot": "pre-node1-1"}, node: fakeNode{failure: "etcd: snapshot path does not exist"}, db: true,
-			ran: []string{"k3s server --cluster-reset --cluster-reset-restore-path=DATA/server/db/snapshots/pre-node1-1"},
-			msg: "k3s server --cluster-reset --cluster-reset-restore-path=DATA/server/db/snapshots/pre-node1-1: etcd: snapshot path does not exist. k3s is stopped on every server. k3s set nothing aside"},
+			ran: []string{"k3s server --cluster-reset --cluster-reset-restore-path=DATA/server/db/snapshots/pre-node1-1", "systemctl disable k3s.service"},
+			msg: "k3s server --cluster-reset --cluster-reset-restore-path=DATA/server/db/snapshots/pre-node1-1: etcd: snapshot path does not exist. k3s is stopped on every server, and disabled on this one (a reboot does not start it). k3s set nothing aside"},
 		{name: "reset: a snapshot not there, naming those kept", args: map[string]any{"step": "reset", "snapshot": "gone"}, node: fakeNode{active: true}, db: true,
 			msg: "snapshot DATA/server/db/snapshots/gone: no such file (kept in DATA/server/db/snapshots: pre-node1-1); nothing was changed"},
 		{name: "reset: a path in a name", args: map[string]any{"step": "reset", "snapshot": "../token"}, db: true,
@@ -202,9 +202,12 @@ func TestFailedResetLeavesTheMark(t *testing.T) {
 		}, map[string]any{"step": "reset", "snapshot": "pre-node1-1", "data_dir": data})
 		return res
 	}
-	res := run(&fakeNode{active: true, failure: "etcd: no space left on device", moveFrom: db})
+	node := &fakeNode{active: true, failure: "etcd: no space left on device", moveFrom: db}
+	res := run(node)
+	assert.Equal(t, []string{"systemctl stop k3s.service", "k3s server --cluster-reset --cluster-reset-restore-path=" + db + "/snapshots/pre-node1-1", "systemctl disable k3s.service"}, node.ran,
+		"disabled, so that a reboot does not start a new cluster on what is left")
 	want := "k3s server --cluster-reset --cluster-reset-restore-path=DB/snapshots/pre-node1-1: etcd: no space left on device. " +
-		"k3s is stopped on every server. k3s moved the etcd data it had to DB/etcd-old-1764910001. " +
+		"k3s is stopped on every server, and disabled on this one (a reboot does not start it). k3s moved the etcd data it had to DB/etcd-old-1764910001. " +
 		"To retry: fix the cause, then run playbooks/restore.yml again after copying DB/etcd-old-1764910001 back to DB/etcd (k3s moves it aside again). " +
 		"To roll back to the data as it was: on this server, mv DB/etcd-old-1764910001 DB/etcd, remove DB/gitops.k3s_flux-restore-pending and run playbooks/k8s.yml. " +
 		"Until then DB/gitops.k3s_flux-restore-pending stays, and k3s_node (playbook k8s.yml) refuses to start k3s here: it would start a new, empty cluster. " +
@@ -225,7 +228,7 @@ func TestFailedResetLeavesTheMark(t *testing.T) {
 }
 
 func TestRestoreFailureNothingMoved(t *testing.T) {
-	assert.Equal(t, "k3s: boom. k3s is stopped on every server. k3s set nothing aside: /d/db/etcd is as it was (missing: k3s needs it to restore; put the etcd data back there). "+
+	assert.Equal(t, "k3s: boom. k3s is stopped on every server, and disabled on this one (a reboot does not start it). k3s set nothing aside: /d/db/etcd is as it was (missing: k3s needs it to restore; put the etcd data back there). "+
 		"To retry: fix the cause, then run playbooks/restore.yml again. To go back without the snapshot: remove /d/mark and run playbooks/k8s.yml. "+
 		"Until then /d/mark stays, and k3s_node (playbook k8s.yml) refuses to start k3s here: it would start a new, empty cluster. abandon_restore (-e k8s_cluster_restore_abandon=true) starts it anyway",
 		RestoreFailure("k3s: boom", "/d/db", nil, false, "/d/mark"))

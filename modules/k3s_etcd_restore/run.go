@@ -118,9 +118,16 @@ func reset(ctx context.Context, h Host, a args, path string) error {
 			moved = append(moved, d)
 		}
 	}
+	// The unit stays enabled after a failed reset: a reboot would start k3s
+	// with cluster-init on what is left, a new cluster. Disabled, nothing
+	// starts it but k3s_node, which the mark stops (and which enables it).
+	disabled := ""
+	if out, derr := h.Sys.Run(ctx, nil, "systemctl", "disable", "k3s.service"); derr != nil {
+		disabled = fmt.Sprintf(" (disabling k3s.service failed: %v: %s)", derr, k3snode.LastLines(out, 5))
+	}
 	_, etcdErr := os.Stat(filepath.Join(db, "etcd"))
 	msg := RestoreFailure(fmt.Sprintf("k3s server --cluster-reset --cluster-reset-restore-path=%s: %s", path, k3setcdsnapshot.FatalMessage(out, err)),
-		db, moved, etcdErr == nil, mark)
+		db, moved, etcdErr == nil, mark) + disabled
 	if werr := os.WriteFile(mark, fmt.Appendf(nil, "%s%d\n%s\n", markStartedPrefix, started, msg), 0o600); werr != nil {
 		msg += fmt.Sprintf(" (writing the mark failed: %v)", werr)
 	}
@@ -151,7 +158,7 @@ func markStarted(mark string, now int64) int64 {
 func RestoreFailure(k3sMsg, db string, moved []string, etcdThere bool, mark string) string {
 	etcd := filepath.Join(db, "etcd")
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s. k3s is stopped on every server. ", k3sMsg)
+	fmt.Fprintf(&b, "%s. k3s is stopped on every server, and disabled on this one (a reboot does not start it). ", k3sMsg)
 	if len(moved) == 0 {
 		fmt.Fprintf(&b, "k3s set nothing aside: %s is as it was", etcd)
 		if !etcdThere {
