@@ -133,7 +133,7 @@ func Up(ctx context.Context, opts Options) (b *Bed, err error) {
 	downloads := hosts.BridgeAddr
 	if opts.ProxyDownloads {
 		downloads = "127.0.0.2"
-		if b.Proxy, err = startProxy(hosts.BridgeAddr, "homelab", "proxy-secret-5d2a"); err != nil {
+		if b.Proxy, err = startProxy(hosts.BridgeAddr, "homelab", "proxy-s3cr@t:5d2a"); err != nil {
 			return b, err
 		}
 	}

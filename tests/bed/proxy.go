@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -34,10 +35,18 @@ func startProxy(addr, user, password string) (*Proxy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listen for the proxy: %w", err)
 	}
-	p := &Proxy{URL: fmt.Sprintf("http://%s:%s@%s", user, password, l.Addr()), User: user, Password: password}
+	// The password percent-encoded in the URL, as one holding @ or : must be.
+	p := &Proxy{URL: fmt.Sprintf("http://%s@%s", url.UserPassword(user, password), l.Addr()), User: user, Password: password}
 	p.server = &http.Server{Handler: http.HandlerFunc(p.serve), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = p.server.Serve(l) }()
 	return p, nil
+}
+
+// PasswordForms are the password as the URL holds it (percent-encoded) and
+// as the proxy takes it (decoded): neither may show in any output.
+func (p *Proxy) PasswordForms() []string {
+	encoded := strings.TrimPrefix(url.UserPassword("", p.Password).String(), ":")
+	return []string{p.Password, encoded}
 }
 
 // Asked are the URLs the proxy forwarded, in order.
