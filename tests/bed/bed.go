@@ -52,6 +52,12 @@ type Options struct {
 	// AuditReads has kube-apiserver keep an audit log of the reads (get,
 	// list) it answered, for APIReads: when a client's requests began.
 	AuditReads bool
+	// RealK3s serves k3s built from its own source (RealK3s) instead of
+	// the stand-in: the controllers run the real k3s server, which is then
+	// the cluster's API server (the bed runs no control plane of its own;
+	// Kubeconfig is the servers' once one answers); the bed registers each
+	// server's Node for kwok (realk3s.go). Not with Flux yet.
+	RealK3s bool
 }
 
 // Bed is a running test bed.
@@ -61,11 +67,13 @@ type Bed struct {
 	APIServer  string // https://<bridge address>:6443
 	Registry   *Registry
 	Hosts      *testhosts.Bed
-	Flux       *Flux  // nil unless Options.Flux
-	K3s        *K3s   // the k3s stand-in's install script and binary
+	Flux       *Flux // nil unless Options.Flux
+	K3s        *K3s  // the k3s stand-in's install script and binary (nil with RealK3s)
+	Real       *RealK3s
 	Proxy      *Proxy // nil unless Options.ProxyDownloads
 
-	cp *controlPlane
+	cp    *controlPlane
+	nodes *serverNodes // with RealK3s
 }
 
 func (o *Options) defaults() {
@@ -110,6 +118,9 @@ func Up(ctx context.Context, opts Options) (b *Bed, err error) {
 			return b, err
 		}
 	}
+	if tools[unitrunPath], err = buildUnitrun(ctx, opts.Dir); err != nil {
+		return b, err
+	}
 	var hostIPs []net.IP
 	for _, h := range hosts.Hosts {
 		hostIPs = append(hostIPs, net.ParseIP(h.Addr))
@@ -118,6 +129,9 @@ func Up(ctx context.Context, opts Options) (b *Bed, err error) {
 				return b, err
 			}
 		}
+	}
+	if opts.RealK3s {
+		return b, b.upReal(ctx, opts, start)
 	}
 	if b.cp, err = startControlPlane(ctx, filepath.Join(opts.Dir, "cluster"), hosts.BridgeAddr, hostIPs, opts.AuditReads); err != nil {
 		return b, fmt.Errorf("start the control plane: %w", err)
@@ -227,6 +241,12 @@ func (b *Bed) Down() error {
 	}
 	if b.K3s != nil {
 		b.K3s.stop()
+	}
+	if b.Real != nil {
+		b.Real.stop()
+	}
+	if b.nodes != nil {
+		b.nodes.stop()
 	}
 	if b.Proxy != nil {
 		b.Proxy.stop()

@@ -96,6 +96,27 @@ func standinDir() string {
 	return filepath.Join(filepath.Dir(file), "k3sstandin")
 }
 
+// unitrunPath is where each test host has the systemctl stand-in's unit
+// runner (tests/bed/k3sstandin/unitrun): in its own MachineDir, kept
+// across its reboots.
+const unitrunPath = testhosts.MachineDir + "/unitrun"
+
+// buildUnitrun builds the unit runner for the hosts (amd64: an arm host's
+// kernel is this machine's, so it runs there natively too).
+func buildUnitrun(ctx context.Context, dir string) ([]byte, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	out := filepath.Join(dir, "unitrun")
+	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", out, "-ldflags", "-s -w", "./unitrun")
+	build.Dir = standinDir()
+	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
+	if msg, err := build.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("build the unit runner: %w: %s", err, msg)
+	}
+	return os.ReadFile(out)
+}
+
 // startK3s builds the stand-in for this bed (its path to the bed's
 // description is compiled in) and serves it on addr.
 func startK3s(ctx context.Context, dir, addr, apiServer, pkiDir string) (*K3s, error) {

@@ -143,7 +143,7 @@ func TestK3sStandIn(t *testing.T) {
 		require.NoError(t, err)
 	})
 
-	t.Run("a token given on the command line is masked in the invocation log", func(t *testing.T) {
+	t.Run("a token given to the install script stays in the unit's environment file", func(t *testing.T) {
 		writeConfig(agent, "server: https://"+server.Addr+":6443\n")
 		out, err := install(agent, "INSTALL_K3S_EXEC=agent INSTALL_K3S_SKIP_START=true K3S_TOKEN=cli-secret-token")
 		require.NoError(t, err, out)
@@ -155,7 +155,15 @@ func TestK3sStandIn(t *testing.T) {
 		log, err := agent.Exec("cat " + bed.InvocationsLog)
 		require.NoError(t, err)
 		assert.NotContains(t, log, "cli-secret-token")
-		assert.Contains(t, log, `"--token","********"`)
+		// As install.sh's create_env_file: K3S_ variables go to the environment file, 0600, and
+		// the unit (0644) has only the command.
+		env, err := agent.Exec("stat -c %a /etc/systemd/system/k3s-agent.service.env && cat /etc/systemd/system/k3s-agent.service.env")
+		require.NoError(t, err)
+		assert.Equal(t, "600\nK3S_TOKEN='cli-secret-token'\n", env)
+		unit, err := agent.Exec("cat /etc/systemd/system/k3s-agent.service")
+		require.NoError(t, err)
+		assert.NotContains(t, unit, "cli-secret-token")
+		assert.Contains(t, unit, "ExecStart=/usr/local/bin/k3s \\\n    agent \\\n\n")
 	})
 
 	t.Run("an agent that exits is restarted: activating (auto-restart), and the start job fails", func(t *testing.T) {

@@ -2,6 +2,7 @@ package bed
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -20,7 +21,13 @@ import (
 
 // RESTConfig is the admin client configuration.
 func (b *Bed) RESTConfig() (*rest.Config, error) {
-	cfg, err := clientcmd.BuildConfigFromFlags("", b.Kubeconfig)
+	path := b.Kubeconfig
+	if b.nodes != nil {
+		if path = b.nodes.Kubeconfig(); path == "" {
+			return nil, errors.New("no k3s server of the test bed answered yet")
+		}
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
 	if err != nil {
 		return nil, fmt.Errorf("load test bed kubeconfig: %w", err)
 	}

@@ -19,7 +19,10 @@ func (b *Bed) Report(logLines int) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var out strings.Builder
-	procs := append([]*Process{}, b.cp.procs...)
+	var procs []*Process
+	if b.cp != nil {
+		procs = append(procs, b.cp.procs...)
+	}
 	if b.Flux != nil {
 		procs = append(procs, b.Flux.procs...)
 	}

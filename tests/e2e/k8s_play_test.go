@@ -207,7 +207,7 @@ func TestBootstrapPlay(t *testing.T) {
 	})
 
 	t.Run("a stopped node whose unit was removed is repaired", func(t *testing.T) {
-		_, err := b.Hosts.Host("node2").Exec("systemctl stop k3s-agent && rm /var/lib/rancher/k3s/standin/k3s-agent.exec /var/lib/rancher/k3s/standin/k3s-agent.enabled")
+		_, err := b.Hosts.Host("node2").Exec("systemctl stop k3s-agent && rm /etc/systemd/system/k3s-agent.service /etc/systemd/system/multi-user.target.wants/k3s-agent.service")
 		require.NoError(t, err)
 		r := play(scenario(c, "converge"))
 		require.NoError(t, r.err, r.output)
@@ -509,7 +509,7 @@ func servicePIDs(t *testing.T, b *bed.Bed) map[string]string {
 	t.Helper()
 	out := map[string]string{}
 	for _, h := range b.Hosts.Hosts {
-		pid, err := h.Exec("cat /var/lib/rancher/k3s/standin/k3s.pid /var/lib/rancher/k3s/standin/k3s-agent.pid 2>/dev/null || true")
+		pid, err := h.Exec("cat /var/lib/testhost/systemd/k3s.pid /var/lib/testhost/systemd/k3s-agent.pid 2>/dev/null || true")
 		require.NoError(t, err)
 		out[h.Name] = strings.TrimSpace(pid)
 		require.NotEmpty(t, out[h.Name], h.Name)

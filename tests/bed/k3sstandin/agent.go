@@ -143,6 +143,7 @@ func runAgent(s settings, bed bedInfo) error {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "k3s stand-in agent %s joined %s\n", name, s.str("server", os.Getenv("K3S_URL")))
+	notifyReady()
 	waitForSignal()
 	return nil
 }

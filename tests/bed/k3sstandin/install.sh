@@ -12,9 +12,9 @@
 # which blocks until k3s is up (TimeoutStartSec=0: for ever for an agent that
 # cannot join), and is skipped when the binary, the unit and its environment
 # hash the same as before the install ("No change detected").
-# The real installer writes a systemd unit; the test hosts have no systemd:
-# their /usr/local/bin/systemctl (systemctl.sh, put there when the test bed
-# starts a host) starts and stops k3s from the unit's recorded command line.
+# It writes the unit as the real installer does (create_systemd_service_file);
+# the test hosts have no systemd: their /usr/local/bin/systemctl (systemctl.sh,
+# put there when the test bed starts a host) runs the unit's ExecStart.
 set -eu
 BIN_DIR=/usr/local/bin
 STATE=/var/lib/rancher/k3s/standin
@@ -31,16 +31,15 @@ case "$cmd" in
   "") if [ -n "${K3S_URL:-}" ]; then cmd=agent; else cmd=server; fi ;;
   *) if [ -n "${K3S_URL:-}" ]; then cmd="agent $cmd"; else cmd="server $cmd"; fi ;;
 esac
-[ -n "${K3S_URL:-}" ] && cmd="$cmd --server ${K3S_URL}"
-[ -n "${K3S_TOKEN:-}" ] && cmd="$cmd --token ${K3S_TOKEN}"
 case "$cmd" in agent*) service=k3s-agent ;; *) service=k3s ;; esac
 
 mkdir -p "$BIN_DIR" "$STATE"
 chmod 700 "$STATE"
 # get_installed_hashes: the binary (one stand-in binary stands for every
 # version: its version file stands for its content), the unit and its environment.
-env_file="/etc/systemd/system/$service.service.env"
-installed_hashes() { sha256sum "$BIN_DIR/k3s" "$STATE/version" "$STATE/$service.exec" "$env_file" 2>&1 || true; }
+unit_file="/etc/systemd/system/$service.service"
+env_file="$unit_file.env"
+installed_hashes() { sha256sum "$BIN_DIR/k3s" "$STATE/version" "$unit_file" "$env_file" 2>&1 || true; }
 PRE_INSTALL_HASHES="$(installed_hashes)"
 if [ "${INSTALL_K3S_SKIP_DOWNLOAD:-false}" != true ]; then
   info "Downloading k3s ${version} (test bed stand-in)"
@@ -53,9 +52,6 @@ fi
 [ -x "$BIN_DIR/k3s" ] || fatal "no k3s binary at $BIN_DIR/k3s"
 printf '%s\n' "$version" >"$STATE/version"
 
-# The "unit": the command line, 0600 since it may hold the token.
-umask 077
-printf '%s\n' "$cmd" >"$STATE/$service.exec"
 # create_env_file: the unit's environment file (EnvironmentFile=-), 0600, with the K3S_ and
 # CONTAINERD_ variables of the install's environment, then its proxy variables in either case, as
 # the shell's export prints them (dash: NAME='value'; systemd takes the quotes off).
@@ -63,19 +59,58 @@ mkdir -p "${env_file%/*}"
 sh -c export | while read -r _ v; do echo "$v"; done | grep -E '^(K3S|CONTAINERD)_' >"$env_file" || true
 sh -c export | while read -r _ v; do echo "$v"; done | grep -Ei '^(NO|HTTP|HTTPS)_PROXY' >>"$env_file" || true
 chmod 600 "$env_file"
-umask 022
+# create_systemd_service_file: K3S_URL and K3S_TOKEN stay in the environment
+# file; the command's words after the first, each quoted.
+# shellcheck disable=SC2086
+set -- $cmd
+first="$1"; shift
+{
+  cat <<UNIT
+[Unit]
+Description=Lightweight Kubernetes
+Documentation=https://k3s.io
+Wants=network-online.target
+After=network-online.target
+
+[Install]
+WantedBy=multi-user.target
+
+[Service]
+Type=notify
+EnvironmentFile=-/etc/default/%N
+EnvironmentFile=-/etc/sysconfig/%N
+EnvironmentFile=-$env_file
+KillMode=process
+Delegate=yes
+User=root
+LimitNOFILE=1048576
+LimitNPROC=infinity
+LimitCORE=infinity
+TasksMax=infinity
+TimeoutStartSec=0
+Restart=always
+RestartSec=5s
+ExecStartPre=-/sbin/modprobe br_netfilter
+ExecStartPre=-/sbin/modprobe overlay
+ExecStart=$BIN_DIR/k3s \\
+    $first \\
+UNIT
+  for a in "$@"; do printf "\t'%s' \\\\\n" "$(printf '%s' "$a" | sed "s/'/'\\\\''/g")"; done
+  echo
+} >"$unit_file"
 
 cat >"$BIN_DIR/$service-uninstall.sh" <<UNINSTALL
 #!/bin/sh
 set -e
 $BIN_DIR/systemctl stop $service || true
-rm -rf /etc/rancher/k3s /var/lib/rancher/k3s "$BIN_DIR/k3s" "$BIN_DIR/$service-uninstall.sh" "$env_file"
+$BIN_DIR/systemctl disable $service || true
+rm -rf /etc/rancher/k3s /var/lib/rancher/k3s "$BIN_DIR/k3s" "$BIN_DIR/$service-uninstall.sh" "$unit_file" "$env_file"
 UNINSTALL
 chmod 755 "$BIN_DIR/$service-uninstall.sh"
 
 [ "${INSTALL_K3S_SKIP_ENABLE:-false}" = true ] && exit 0
 info "systemd: Enabling $service unit"
-"$BIN_DIR/systemctl" enable "$service"
+"$BIN_DIR/systemctl" enable "$unit_file"
 "$BIN_DIR/systemctl" daemon-reload
 [ "${INSTALL_K3S_SKIP_START:-false}" = true ] && exit 0
 if [ "$PRE_INSTALL_HASHES" = "$(installed_hashes)" ] && [ "${INSTALL_K3S_FORCE_RESTART:-false}" != true ]; then

@@ -6,7 +6,7 @@
 # Scheduled restart job). Each line was kept with the second it was
 # written. --since takes the @<seconds since the epoch> form only;
 # --no-pager changes nothing.
-STATE=/var/lib/rancher/k3s/standin
+STATE=/var/lib/testhost/systemd
 unit=""; lines=""; since=0; output=short
 while [ $# -gt 0 ]; do
   case "$1" in

@@ -27,6 +27,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -87,6 +88,14 @@ func run(args []string) error {
 	}
 	all := append(append([]string{}, cfgArgs...), withoutConfigFlag(args[1:])...)
 	s, parseErr := parseArgs(role, all)
+	// As the flags' EnvVars: K3S_TOKEN and K3S_URL (which install.sh puts in
+	// the unit's environment file) count where neither config nor command
+	// line sets the flag.
+	for flag, env := range map[string]string{"token": "K3S_TOKEN", "server": "K3S_URL"} {
+		if v := os.Getenv(env); v != "" && s != nil && len(s[flag]) == 0 {
+			s[flag] = []string{v}
+		}
+	}
 	mirrors, regErr := loadRegistries(registriesPath)
 	if parseErr == nil {
 		parseErr = regErr
@@ -243,4 +252,21 @@ func proxyEnv() map[string]string {
 		}
 	}
 	return out
+}
+
+// notifyReady tells the service manager k3s is up, as k3s does
+// (pkg/cli/server/server.go after the API server answers, pkg/agent/run.go
+// after the agent joined) through go-systemd's daemon.SdNotify: a
+// "READY=1" datagram to $NOTIFY_SOCKET, errors ignored.
+func notifyReady() {
+	path := os.Getenv("NOTIFY_SOCKET")
+	if path == "" {
+		return
+	}
+	conn, err := net.DialUnix("unixgram", nil, &net.UnixAddr{Name: path, Net: "unixgram"})
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	_, _ = conn.Write([]byte("READY=1\n"))
 }

@@ -114,6 +114,7 @@ func runServer(s settings, bed bedInfo) error {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "k3s stand-in server %s running; API server at %s\n", name, strings.Join(listenURLs(listeners), " and "))
+	notifyReady()
 	waitForSignal()
 	for _, l := range listeners {
 		_ = l.Close()

@@ -1,16 +1,23 @@
 #!/bin/sh
 # Test bed stand-in for systemctl, for the k3s and k3s-agent units only, as
-# install.sh writes them (Type=notify, TimeoutStartSec=0, Restart=always,
-# RestartSec=5s): a supervisor per unit starts k3s, marks the unit active
-# once k3s says it runs (k3s's READY=1), and restarts it 5 s after it exits,
+# install.sh writes them to /etc/systemd/system (Type=notify,
+# TimeoutStartSec=0, Restart=always, RestartSec=5s): a supervisor per unit
+# runs the unit file's ExecStart (unitrun exec: its ExecStartPre lines and
+# environment files first), marks the unit active once k3s sends READY=1 to
+# the unit's NOTIFY_SOCKET (unitrun listen), and restarts it 5 s after it exits,
 # the unit "activating (auto-restart)" meanwhile. `start` waits for READY
 # with no timeout (TimeoutStartSec=0), failing only when k3s exits first;
 # `--no-block` returns at once. `reboot` returns at once too; then the
 # units stop, everything else on the host is killed, and the test host boots
 # again (tests/bed/testhosts), where `__boot` starts the enabled units. See
 # docs/testing.md for the systemd sources.
-STATE=/var/lib/rancher/k3s/standin
+# The manager's state lives outside k3s's data dir, which an uninstall
+# removes (journald's journal outlives a unit too).
+STATE=/var/lib/testhost/systemd
+UNITDIR=/etc/systemd/system
+UNITRUN=/var/lib/testhost/unitrun
 SELF="$0"
+mkdir -p "$STATE"
 verb="${1:-}"; shift || true
 noblock=false
 props=LoadState,ActiveState,SubState,UnitFileState,NRestarts
@@ -20,7 +27,7 @@ for a in "$@"; do
     --no-block) noblock=true ;;
     --property=*) props="${a#--property=}" ;;
     -*) ;;
-    *) unit="${a%.service}" ;;
+    *) a="${a##*/}"; unit="${a%.service}" ;;
   esac
 done
 UNITS="k3s k3s-agent"
@@ -33,6 +40,10 @@ use() {
   state="$STATE/$unit.state"        # ActiveState SubState
   restarts="$STATE/$unit.restarts"  # NRestarts
   log="$STATE/$unit.log"
+  ready="$STATE/$unit.ready"        # READY=1 arrived
+  notify="$STATE/$unit.notify"      # the unit's NOTIFY_SOCKET
+  unitfile="$UNITDIR/$unit.service"
+  wants="$UNITDIR/multi-user.target.wants/$unit.service"
 }
 
 alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null && ! grep -q '^State:.*Z' "/proc/$(cat "$1")/status" 2>/dev/null; }
@@ -40,24 +51,6 @@ current() { if alive "$super" && [ -f "$state" ]; then cat "$state"; else echo "
 
 # journal appends systemd's own line about the unit to its journal.
 journal() { echo "$(date +%s) $*" >>"$log"; }
-
-# load_env exports the unit's environment file, as systemd's
-# EnvironmentFile=-/etc/systemd/system/<unit>.service.env does (missing: no
-# error): NAME=value lines, quotes around a value taken off, comments and
-# empty lines skipped.
-load_env() {
-  f="/etc/systemd/system/$unit.service.env"
-  [ -f "$f" ] || return 0
-  while IFS= read -r line || [ -n "$line" ]; do
-    case "$line" in ''|'#'*|';'*) continue ;; esac
-    name="${line%%=*}"; value="${line#*=}"
-    case "$value" in
-      \'*\') value="${value#\'}"; value="${value%\'}" ;;
-      \"*\") value="${value#\"}"; value="${value%\"}" ;;
-    esac
-    export "$name=$value"
-  done <"$f"
-}
 
 # supervise runs as the unit's main loop until stopped (SIGTERM). What k3s
 # writes goes to the journal a line at a time, each with the second it was
@@ -70,22 +63,30 @@ supervise() {
   while :; do
     echo "activating start" >"$state"
     journal "Starting $unit.service - Lightweight Kubernetes..."
-    from=$(($(wc -l <"$log") + 1))
-    rm -f "$main"
-    # shellcheck disable=SC2046
-    { (load_env; exec /usr/local/bin/k3s $(cat "$STATE/$unit.exec")) 2>&1 </dev/null & echo $! >"$main"; wait $!; } |
+    rm -f "$main" "$ready"
+    # A host running the real k3s server: the test bed's drop-in
+    # (tests/bed/realk3s.go), back after an uninstall removed it.
+    if [ "$unit" = k3s ] && [ -f "$MACHINE/k3s-testbed.yaml" ]; then
+      mkdir -p /etc/rancher/k3s/config.yaml.d
+      cp "$MACHINE/k3s-testbed.yaml" /etc/rancher/k3s/config.yaml.d/99-testbed.yaml
+    fi
+    "$UNITRUN" listen "$notify" "$ready" </dev/null >/dev/null 2>&1 &
+    listener=$!
+    while [ ! -S "$notify" ] && kill -0 "$listener" 2>/dev/null; do sleep 0.01; done
+    { (NOTIFY_SOCKET="$notify" exec "$UNITRUN" exec "$unitfile") 2>&1 </dev/null & echo $! >"$main"; wait $!; } |
       awk -W interactive '{ print systime() " " $0; fflush() }' >>"$log" &
     pipeline=$!
     while [ ! -s "$main" ]; do sleep 0.05; done
-    ready=false
+    up=false
     while alive "$main"; do
-      if [ "$ready" = false ] && tail -n +"$from" "$log" | grep -q "k3s stand-in .* \(running\|joined\)"; then
-        echo "active running" >"$state"; ready=true
+      if [ "$up" = false ] && [ -f "$ready" ]; then
+        echo "active running" >"$state"; up=true
         journal "Started $unit.service - Lightweight Kubernetes."
       fi
       sleep 0.1
     done
     wait "$pipeline" 2>/dev/null
+    kill "$listener" 2>/dev/null; wait "$listener" 2>/dev/null
     if [ "$stopping" = true ]; then break; fi
     # Restart=always, RestartSec=5s.
     journal "$unit.service: Main process exited, code=exited, status=1/FAILURE"
@@ -117,7 +118,7 @@ stop() {
 }
 
 start() {
-  [ -f "$STATE/$unit.exec" ] || { echo "Failed to start $unit.service: Unit $unit.service not found." >&2; exit 5; }
+  [ -f "$unitfile" ] || { echo "Failed to start $unit.service: Unit $unit.service not found." >&2; exit 5; }
   if ! alive "$super"; then
     echo "activating start" >"$state"
     setsid sh "$SELF" __supervise "$unit" </dev/null >/dev/null 2>&1 &
@@ -167,14 +168,14 @@ boot() {
     use "$u"
     rm -f "$super" "$main"
     [ -f "$state" ] && echo "inactive dead" >"$state"
-    if [ -f "$STATE/$u.enabled" ] && [ -f "$STATE/$u.exec" ]; then
+    if [ -e "$wants" ] && [ -f "$unitfile" ]; then
       start
     fi
   done
 }
 
 case "$verb" in
-  daemon-reload) exit 0 ;;
+  daemon-reload|reset-failed) exit 0 ;;
   reboot) setsid sh "$SELF" __shutdown </dev/null >/dev/null 2>&1 & exit 0 ;;
   __shutdown) shutdown; exit 0 ;;
   __boot) boot; exit 0 ;;
@@ -193,17 +194,20 @@ case "$verb" in
     echo "     Active: ${s%% *} (${s#* })"
     tail -n 10 "$log" 2>/dev/null | cut -d' ' -f2-
     [ "${s%% *}" = active ] || exit 3 ;;
-  enable) [ -f "$STATE/$unit.exec" ] || { echo "Failed to enable unit: Unit file $unit.service does not exist." >&2; exit 1; }; touch "$STATE/$unit.enabled" ;;
-  disable) rm -f "$STATE/$unit.enabled" ;;
-  is-enabled) if [ -f "$STATE/$unit.enabled" ]; then echo enabled; else echo disabled; exit 1; fi ;;
+  enable)
+    [ -f "$unitfile" ] || { echo "Failed to enable unit: Unit file $unit.service does not exist." >&2; exit 1; }
+    mkdir -p "${wants%/*}"
+    if [ ! -e "$wants" ]; then ln -s "$unitfile" "$wants"; echo "Created symlink $wants → $unitfile." >&2; fi ;;
+  disable) if [ -e "$wants" ] || [ -L "$wants" ]; then rm -f "$wants"; echo "Removed \"$wants\"." >&2; fi ;;
+  is-enabled) if [ -e "$wants" ]; then echo enabled; else echo disabled; exit 1; fi ;;
   show)
     s="$(current)"
     for p in $(echo "$props" | tr ',' ' '); do
       case "$p" in
-        LoadState) if [ -f "$STATE/$unit.exec" ]; then echo LoadState=loaded; else echo LoadState=not-found; fi ;;
+        LoadState) if [ -f "$unitfile" ]; then echo LoadState=loaded; else echo LoadState=not-found; fi ;;
         ActiveState) echo "ActiveState=${s%% *}" ;;
         SubState) echo "SubState=${s#* }" ;;
-        UnitFileState) if [ ! -f "$STATE/$unit.exec" ]; then echo UnitFileState=; elif [ -f "$STATE/$unit.enabled" ]; then echo UnitFileState=enabled; else echo UnitFileState=disabled; fi ;;
+        UnitFileState) if [ ! -f "$unitfile" ]; then echo UnitFileState=; elif [ -e "$wants" ]; then echo UnitFileState=enabled; else echo UnitFileState=disabled; fi ;;
         NRestarts) echo "NRestarts=$(cat "$restarts" 2>/dev/null || echo 0)" ;;
       esac
     done ;;
