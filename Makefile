@@ -24,8 +24,9 @@ go_build_for = CGO_ENABLED=0 GOOS=$(word 1,$(subst _, ,$1)) GOARCH=$(word 2,$(su
 # Debian packages the tests need: Ansible itself, sshd for the test hosts,
 # ip/nsenter/unshare to make them, git for the collection build, strace to kill a module mid-write,
 # python3-venv for make lint's venv, sudo for the test hosts' become, qemu-user-static and
-# debootstrap for the arm64 test host, xz for the release, faketime for a controller whose clock is off.
-APT_PACKAGES := ansible-core openssh-server openssh-client iproute2 util-linux git curl strace python3-venv sudo qemu-user-static debootstrap shellcheck xz-utils faketime ufw iptables
+# debootstrap for the arm64 test host, xz for the release, faketime for a controller whose clock is off,
+# gcc with SQLite's and zlib's static archives for the test bed's k3s (CGO, static, as k3s builds it).
+APT_PACKAGES := ansible-core openssh-server openssh-client iproute2 util-linux git curl strace python3-venv sudo qemu-user-static debootstrap shellcheck xz-utils faketime ufw iptables gcc libc6-dev libsqlite3-dev zlib1g-dev
 # The benchmarks' Python baseline: Debian's ansible (with kubernetes.core) and the Kubernetes
 # client; GNU time for peak RSS.
 BENCH_APT_PACKAGES := ansible python3-kubernetes time

@@ -76,10 +76,10 @@ func TestRun(t *testing.T) {
 		{name: "stop a running server", args: map[string]any{"step": "stop"}, node: fakeNode{active: true}, ran: []string{"systemctl stop k3s.service"}},
 		{name: "stop a stopped one: nothing", args: map[string]any{"step": "stop"}},
 		{name: "reset: stop, then restore", args: map[string]any{"step": "reset", "snapshot": "pre-node1-1"}, node: fakeNode{active: true}, db: true,
-			ran: []string{"systemctl stop k3s.service", "k3s server --cluster-reset --cluster-reset-restore-path=DATA/server/db/snapshots/pre-node1-1"}},
+			ran: []string{"systemctl stop k3s.service", "k3s server --cluster-reset --cluster-reset-restore-path=DATA/server/db/snapshots/pre-node1-1 --etcd-s3=false"}},
 		{name: "reset: k3s's words", args: map[string]any{"step": "reset", "snapshot": "pre-node1-1"}, node: fakeNode{failure: "etcd: snapshot path does not exist"}, db: true,
-			ran: []string{"k3s server --cluster-reset --cluster-reset-restore-path=DATA/server/db/snapshots/pre-node1-1", "systemctl disable k3s.service"},
-			msg: "k3s server --cluster-reset --cluster-reset-restore-path=DATA/server/db/snapshots/pre-node1-1: etcd: snapshot path does not exist. k3s is stopped on every server, and disabled on this one (a reboot does not start it). k3s set nothing aside"},
+			ran: []string{"k3s server --cluster-reset --cluster-reset-restore-path=DATA/server/db/snapshots/pre-node1-1 --etcd-s3=false", "systemctl disable k3s.service"},
+			msg: "k3s server --cluster-reset --cluster-reset-restore-path=DATA/server/db/snapshots/pre-node1-1 --etcd-s3=false: etcd: snapshot path does not exist. k3s is stopped on every server, and disabled on this one (a reboot does not start it). k3s set nothing aside"},
 		{name: "reset: a snapshot not there, naming those kept", args: map[string]any{"step": "reset", "snapshot": "gone"}, node: fakeNode{active: true}, db: true,
 			msg: "snapshot DATA/server/db/snapshots/gone: no such file (kept in DATA/server/db/snapshots: pre-node1-1); nothing was changed"},
 		{name: "reset: a path in a name", args: map[string]any{"step": "reset", "snapshot": "../token"}, db: true,
@@ -144,10 +144,10 @@ func TestResetChecksFirst(t *testing.T) {
 		{name: "a copy cut short", snapshot: "FILE", content: good[:3*4096], dir: "copies",
 			msg: "snapshot T/copies/FILE is not an etcd snapshot k3s can restore: it is cut short: its header counts 5 pages of 4096 bytes (20480 bytes) and etcd appends a 32-byte sha256, the file has 12288 bytes (a copy that stopped early?); nothing was changed"},
 		{name: "a name in k3s's etcd-snapshot-dir", snapshot: "pre-node1-2", content: good, dir: "backups", config: "etcd-snapshot-dir: T/backups\n",
-			ran: []string{"systemctl stop k3s.service", "k3s server --cluster-reset --cluster-reset-restore-path=T/backups/pre-node1-2"}},
+			ran: []string{"systemctl stop k3s.service", "k3s server --cluster-reset --cluster-reset-restore-path=T/backups/pre-node1-2 --etcd-s3=false"}},
 		{name: "a name in snapshot_dir", snapshot: "pre-node1-2", content: good, dir: "mine", config: "etcd-snapshot-dir: T/backups\n",
 			args: map[string]any{"snapshot_dir": "T/mine"},
-			ran:  []string{"systemctl stop k3s.service", "k3s server --cluster-reset --cluster-reset-restore-path=T/mine/pre-node1-2"}},
+			ran:  []string{"systemctl stop k3s.service", "k3s server --cluster-reset --cluster-reset-restore-path=T/mine/pre-node1-2 --etcd-s3=false"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			root := t.TempDir()
@@ -204,9 +204,9 @@ func TestFailedResetLeavesTheMark(t *testing.T) {
 	}
 	node := &fakeNode{active: true, failure: "etcd: no space left on device", moveFrom: db}
 	res := run(node)
-	assert.Equal(t, []string{"systemctl stop k3s.service", "k3s server --cluster-reset --cluster-reset-restore-path=" + db + "/snapshots/pre-node1-1", "systemctl disable k3s.service"}, node.ran,
+	assert.Equal(t, []string{"systemctl stop k3s.service", "k3s server --cluster-reset --cluster-reset-restore-path=" + db + "/snapshots/pre-node1-1 --etcd-s3=false", "systemctl disable k3s.service"}, node.ran,
 		"disabled, so that a reboot does not start a new cluster on what is left")
-	want := "k3s server --cluster-reset --cluster-reset-restore-path=DB/snapshots/pre-node1-1: etcd: no space left on device. " +
+	want := "k3s server --cluster-reset --cluster-reset-restore-path=DB/snapshots/pre-node1-1 --etcd-s3=false: etcd: no space left on device. " +
 		"k3s is stopped on every server, and disabled on this one (a reboot does not start it). k3s moved the etcd data it had to DB/etcd-old-1764910001. " +
 		"To retry: fix the cause, then run playbooks/restore.yml again after copying DB/etcd-old-1764910001 back to DB/etcd (k3s moves it aside again). " +
 		"To roll back to the data as it was: on this server, mv DB/etcd-old-1764910001 DB/etcd, remove DB/gitops.k3s_flux-restore-pending and run playbooks/k8s.yml. " +

@@ -103,7 +103,8 @@ func reset(ctx context.Context, h Host, a args, path string) error {
 	started := markStarted(mark, h.Now().Unix())
 	ctx, cancel := context.WithTimeout(ctx, time.Duration(a.Timeout)*time.Second)
 	defer cancel()
-	out, err := h.Sys.Run(ctx, nil, filepath.Join(h.BinDir, "k3s"), "server", "--cluster-reset", "--cluster-reset-restore-path="+path)
+	args := ResetArgs(path)
+	out, err := h.Sys.Run(ctx, nil, filepath.Join(h.BinDir, "k3s"), args...)
 	if err == nil {
 		if err := os.Remove(mark); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("the snapshot was restored, but its mark %s stays: %w", mark, err)
@@ -126,12 +127,21 @@ func reset(ctx context.Context, h Host, a args, path string) error {
 		disabled = fmt.Sprintf(" (disabling k3s.service failed: %v: %s)", derr, k3snode.LastLines(out, 5))
 	}
 	_, etcdErr := os.Stat(filepath.Join(db, "etcd"))
-	msg := RestoreFailure(fmt.Sprintf("k3s server --cluster-reset --cluster-reset-restore-path=%s: %s", path, k3setcdsnapshot.FatalMessage(out, err)),
+	msg := RestoreFailure(fmt.Sprintf("k3s %s: %s", strings.Join(args, " "), k3setcdsnapshot.FatalMessage(out, err)),
 		db, moved, etcdErr == nil, mark) + disabled
 	if werr := os.WriteFile(mark, fmt.Appendf(nil, "%s%d\n%s\n", markStartedPrefix, started, msg), 0o600); werr != nil {
 		msg += fmt.Sprintf(" (writing the mark failed: %v)", werr)
 	}
 	return errors.New(msg)
+}
+
+// ResetArgs is k3s's cluster reset from the snapshot file at path. With
+// etcd-s3 on in k3s's config the restore path is a key in the bucket, not a
+// file (pkg/etcd/etcd.go, Reset: "Retrieving etcd snapshot %s from S3"),
+// so S3 is turned off for this one run, as k3s documents for a local
+// snapshot; the config's later runs keep it.
+func ResetArgs(path string) []string {
+	return []string{"server", "--cluster-reset", "--cluster-reset-restore-path=" + path, "--etcd-s3=false"}
 }
 
 // markStartedPrefix begins the mark's first line: when the first failed

@@ -38,7 +38,7 @@ var Module = &ansible.Module{
 		{Name: "snapshot", Description: []string{"The snapshot taken (not returned in check mode): its C(name), C(location) (C(file://<path>) on the node, or C(s3://...)), C(size) in bytes and C(created) (RFC 3339), as C(k3s etcd-snapshot ls) lists it."},
 			Returned: "success, not in check mode", Type: "dict",
 			Sample: map[string]any{"name": "pre-upgrade-v1.36.3-k3s1-node1-1764900000", "location": "file:///var/lib/rancher/k3s/server/db/snapshots/pre-upgrade-v1.36.3-k3s1-node1-1764900000", "size": 4321280, "created": "2026-12-05T04:00:00Z"}},
-		{Name: "snapshots", Description: []string{"Every snapshot k3s keeps, as C(k3s etcd-snapshot ls) lists them (the local ones; only those in the bucket when C(etcd-s3) is on), oldest first."},
+		{Name: "snapshots", Description: []string{"Every snapshot k3s keeps, as C(k3s etcd-snapshot ls) lists them (the node's, and with C(etcd-s3) on those in the bucket too, their C(location) C(s3://<bucket>/<key>): one taken with C(etcd-s3) is listed twice, at one time), oldest first. C(snapshot) is the node's copy."},
 			Returned: "success", Type: "list",
 			Sample: []any{map[string]any{"name": "etcd-snapshot-node1-1764892800", "location": "file:///var/lib/rancher/k3s/server/db/snapshots/etcd-snapshot-node1-1764892800", "size": 4300800, "created": "2026-12-05T00:00:00Z"}}},
 	},

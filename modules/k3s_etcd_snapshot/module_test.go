@@ -38,7 +38,11 @@ func TestParseList(t *testing.T) {
 			{Name: "etcd-snapshot-node1-1764892800", Location: "file:///var/lib/rancher/k3s/server/db/snapshots/etcd-snapshot-node1-1764892800", Size: 4300800, Created: "2026-12-05T00:00:00Z"},
 			{Name: "pre-upgrade-v1.36.3-k3s1-node1-1764900000", Location: "file:///var/lib/rancher/k3s/server/db/snapshots/pre-upgrade-v1.36.3-k3s1-node1-1764900000", Size: 4321280, Created: "2026-12-05T02:00:00Z"},
 		}},
-		{name: "in S3, and a log line between", out: "Name Size Created\nb-node1-2 20 2026-12-05T02:00:00Z\ntime=x level=info msg=listing\na-node1-1 10 2026-12-05T01:00:00Z\n", want: []Snapshot{
+		{name: "k3s v1.27 on: S3's rows first at one time, each with its location", out: "Name Location Size Created\nb-node1-2 s3://snaps/k3s/b-node1-2 20 2026-12-05T02:00:00Z\nb-node1-2 file:///var/lib/rancher/k3s/server/db/snapshots/b-node1-2 20 2026-12-05T02:00:00Z\n", want: []Snapshot{
+			{Name: "b-node1-2", Location: "s3://snaps/k3s/b-node1-2", Size: 20, Created: "2026-12-05T02:00:00Z"},
+			{Name: "b-node1-2", Location: "file:///var/lib/rancher/k3s/server/db/snapshots/b-node1-2", Size: 20, Created: "2026-12-05T02:00:00Z"},
+		}},
+		{name: "before k3s v1.27: S3's without a location, and a log line between", out: "Name Size Created\nb-node1-2 20 2026-12-05T02:00:00Z\ntime=x level=info msg=listing\na-node1-1 10 2026-12-05T01:00:00Z\n", want: []Snapshot{
 			{Name: "a-node1-1", Location: "s3", Size: 10, Created: "2026-12-05T01:00:00Z"},
 			{Name: "b-node1-2", Location: "s3", Size: 20, Created: "2026-12-05T02:00:00Z"},
 		}},
@@ -54,6 +58,7 @@ func TestNewest(t *testing.T) {
 	kept := []Snapshot{
 		{Name: "pre-upgrade-node1-1", Location: "file:///a", Created: "2026-12-05T01:00:00Z"},
 		{Name: "pre-upgrade-node1-2", Location: "s3", Created: "2026-12-05T02:00:00Z"},
+		{Name: "pre-upgrade-node1-2", Location: "s3://snapshots/k3s/pre-upgrade-node1-2", Created: "2026-12-05T02:00:00Z"},
 		{Name: "pre-upgrade-node1-2", Location: "file:///b", Created: "2026-12-05T02:00:00Z"},
 		{Name: "pre-upgrade-x-node1-3", Location: "file:///c", Created: "2026-12-05T01:59:59Z"},
 		{Name: "other-node1-4", Location: "file:///d", Created: "2026-12-05T03:00:00Z"},

@@ -90,8 +90,9 @@ func list(ctx context.Context, h Host) ([]Snapshot, error) {
 }
 
 // ParseList reads the table `k3s etcd-snapshot ls` prints: "Name Location
-// Size Created" for local snapshots, "Name Size Created" for those in S3
-// (location s3); oldest first.
+// Size Created", the location file://<path> or s3://<bucket>/<key>, every
+// row so since k3s v1.27 (pkg/cli/etcdsnapshot, list); k3s before listed
+// S3's as "Name Size Created" (location s3). Oldest first.
 func ParseList(out string) []Snapshot {
 	kept := []Snapshot{}
 	for _, line := range strings.Split(out, "\n") {
@@ -125,11 +126,17 @@ func Newest(kept []Snapshot, name string, start time.Time) (Snapshot, bool) {
 		if err != nil || !strings.HasPrefix(s.Name, name+"-") || at.Before(start.Add(-time.Second).Truncate(time.Second)) {
 			continue
 		}
-		if !found || at.After(bestAt) || (at.Equal(bestAt) && best.Location == "s3" && s.Location != "s3") {
+		if !found || at.After(bestAt) || (at.Equal(bestAt) && InS3(best) && !InS3(s)) {
 			best, bestAt, found = s, at, true
 		}
 	}
 	return best, found
+}
+
+// InS3 says whether the snapshot is the copy in S3 (k3s lists one taken
+// with etcd-s3 twice, on the node and in the bucket, both at one time).
+func InS3(s Snapshot) bool {
+	return s.Location == "s3" || strings.HasPrefix(s.Location, "s3://")
 }
 
 // runK3s runs the k3s binary at path.

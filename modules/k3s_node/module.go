@@ -1,6 +1,7 @@
 package k3snodemodule
 
 import (
+	"net/url"
 	"strings"
 
 	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible"
@@ -40,6 +41,8 @@ var module = &ansible.Module{
 				Description: []string{"C(script): download C(install_script_url) and run it, which downloads k3s. C(airgap): install the C(airgap_*) files."}},
 			{Name: "install_script_url", Default: "https://get.k3s.io",
 				Description: []string{"The k3s install script (get.k3s.io or a mirror of it)."}},
+			{Name: "release_url", Format: formatReleaseURL,
+				Description: []string{"Where the install script downloads k3s from instead of GitHub's releases (its C(GITHUB_URL), default C(https://github.com/k3s-io/k3s/releases)): a mirror serving C(<release_url>/download/<version>/k3s) (C(k3s-arm64), C(k3s-armhf)) and C(sha256sum-<arch>.txt) as GitHub does. Only with C(install_source=script). No credentials in it (the script prints the URLs it downloads)."}},
 			{Name: "install_script_sha256", Format: formatSHA256,
 				Description: []string{"sha256 of the install script; when set, a script with another sum is refused before it runs."}},
 			{Name: "airgap_binary", Type: ansible.TypePath,
@@ -136,11 +139,19 @@ var module = &ansible.Module{
 const (
 	formatK3sVersion ansible.Format = "a k3s release such as v1.36.2+k3s1"
 	formatSHA256     ansible.Format = "64 hexadecimal digits (a sha256)"
+	formatReleaseURL ansible.Format = "an http or https URL without credentials"
 )
 
 func init() {
 	ansible.RegisterFormat(formatK3sVersion, isK3sVersion)
 	ansible.RegisterFormat(formatSHA256, isSHA256)
+	ansible.RegisterFormat(formatReleaseURL, isReleaseURL)
+}
+
+func isReleaseURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && u.User == nil &&
+		u.RawQuery == "" && u.Fragment == ""
 }
 
 // isK3sVersion accepts v<major>.<minor>.<patch>[-rc<n>]+k3s<n>: what
@@ -169,6 +180,7 @@ type args struct {
 	InstallSource    string `json:"install_source"`
 	InstallScriptURL string `json:"install_script_url"`
 	InstallScriptSHA string `json:"install_script_sha256"`
+	ReleaseURL       string `json:"release_url"`
 	AirgapBinary     string `json:"airgap_binary"`
 	AirgapBinarySHA  string `json:"airgap_binary_sha256"`
 	AirgapScript     string `json:"airgap_script"`

@@ -36,6 +36,9 @@ func (n node) install(ctx context.Context, req *ansible.Request, a args) error {
 		script = filepath.Join(n.where.BinDir, "k3s-install.sh")
 		env = append(env, "INSTALL_K3S_SKIP_DOWNLOAD=true")
 	} else {
+		if a.ReleaseURL != "" {
+			env = append(env, "GITHUB_URL="+strings.TrimSuffix(a.ReleaseURL, "/"))
+		}
 		body, err := n.sys.Download(ctx, a.InstallScriptURL, proxy)
 		if err != nil {
 			return fmt.Errorf("download the install script: %w", err)

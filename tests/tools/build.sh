@@ -116,4 +116,44 @@ fi
 sel source-controller && build_tool source-controller "v$FLUX_CONTROLLERS_VERSION" "$here/sourcecontroller" github.com/fluxcd/source-controller -mod=mod -ldflags "-s -w"
 sel kustomize-controller && build_tool kustomize-controller "v$FLUX_CONTROLLERS_VERSION" "$here/kustomizecontroller" github.com/fluxcd/kustomize-controller -mod=mod -ldflags "-s -w"
 sel gitserver && build_tool gitserver "v$GITSERVER_VERSION" "$here/gitserver" . -ldflags "-s -w"
+sel versitygw && install_tool versitygw "v$VERSITYGW_VERSION" "github.com/versity/versitygw/cmd/versitygw@v$VERSITYGW_VERSION"
+
+# build_k3s VERSION: k3s's multicall binary (server, agent, etcd-snapshot, token, ...) from its
+# module, as its scripts/build does: the manifests embedded (pkg/deploy/embed), CGO for SQLite,
+# static, its build tags, and its version variables set (scripts/version.sh reads GitHub for
+# them, so they are given here); its install.sh beside it. Both versions share the compiled
+# packages: the second build only links.
+build_k3s() {
+  local version=$1
+  local dest="$cache/k3s-$version"
+  if [ -x "$dest/k3s" ] && [ -f "$dest/install.sh" ]; then
+    echo "cached  k3s $version"
+    return
+  fi
+  echo "build   k3s $version (from k3s-io/k3s@$K3S_MODULE_VERSION) ..."
+  local start=$SECONDS src="$cache/k3s-src-$K3S_MODULE_VERSION"
+  if [ ! -d "$src" ]; then
+    copy_module_dir "$here/k8s" "github.com/k3s-io/k3s@$K3S_MODULE_VERSION" . "$src"
+    cp "$src"/manifests/*.yaml "$src/pkg/deploy/embed/"
+  fi
+  local commit=${K3S_MODULE_VERSION##*-} pkg=github.com/k3s-io/k3s
+  local ld="-s -w -X $pkg/pkg/version.Version=$version -X $pkg/pkg/version.GitCommit=${commit:0:8}"
+  ld+=" -X $pkg/pkg/version.UpstreamGolang=$K3S_GOLANG"
+  for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    ld+=" -X $p.gitVersion=$version -X $p.gitCommit=$commit -X $p.gitTreeState=clean"
+  done
+  ld+=" -extldflags '-static -lm -ldl -lz -lpthread'"
+  mkdir -p "$dest"
+  (cd "$src" && GOTOOLCHAIN="$K3S_GOLANG" CGO_ENABLED=1 GOFLAGS="-buildvcs=false -mod=mod" go build -trimpath \
+    -tags "static_build libsqlite3 ctrd netcgo osusergo providerless urfave_cli_no_docs sqlite_omit_load_extension" \
+    -ldflags "$ld" -o "$dest/k3s.tmp" ./cmd/server 2> >(grep -Ev "statically linked applications requires at runtime|^/usr/bin/ld: [^ ]+: in function" >&2))
+  cp "$src/install.sh" "$dest/install.sh"
+  mv "$dest/k3s.tmp" "$dest/k3s"
+  echo "built   k3s $version in $((SECONDS - start))s ($(du -m "$dest/k3s" | cut -f1) MB)"
+}
+if sel k3s; then
+  build_k3s "$K3S_VERSION"
+  build_k3s "$K3S_UPGRADE_VERSION"
+  rm -rf "$cache/k3s-src-$K3S_MODULE_VERSION"
+fi
 echo "test bed binaries are in $cache"
