@@ -58,6 +58,8 @@ type Options struct {
 	// Kubeconfig is the servers' once one answers); the bed registers each
 	// server's Node for kwok (realk3s.go). Not with Flux yet.
 	RealK3s bool
+	// S3 starts an S3-compatible server on the test network (S3).
+	S3 bool
 }
 
 // Bed is a running test bed.
@@ -70,6 +72,7 @@ type Bed struct {
 	Flux       *Flux // nil unless Options.Flux
 	K3s        *K3s  // the k3s stand-in's install script and binary (nil with RealK3s)
 	Real       *RealK3s
+	S3         *S3    // nil unless Options.S3
 	Proxy      *Proxy // nil unless Options.ProxyDownloads
 
 	cp    *controlPlane
@@ -128,6 +131,11 @@ func Up(ctx context.Context, opts Options) (b *Bed, err error) {
 			if err := h.WriteFile(path, content, 0o755); err != nil {
 				return b, err
 			}
+		}
+	}
+	if opts.S3 {
+		if b.S3, err = startS3(ctx, filepath.Join(opts.Dir, "s3"), hosts.BridgeAddr); err != nil {
+			return b, err
 		}
 	}
 	if opts.RealK3s {
@@ -247,6 +255,9 @@ func (b *Bed) Down() error {
 	}
 	if b.nodes != nil {
 		b.nodes.stop()
+	}
+	if b.S3 != nil {
+		b.S3.stop()
 	}
 	if b.Proxy != nil {
 		b.Proxy.stop()

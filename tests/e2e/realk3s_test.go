@@ -4,11 +4,16 @@ package e2e
 
 import (
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gitops-k3s-flux/k3s_flux/tests/bed"
 )
@@ -57,4 +62,112 @@ func TestRealK3sSingleServer(t *testing.T) {
 	r = c.play(t, args...)
 	require.NoError(t, r.err, r.output)
 	assert.Equal(t, map[string]int{"node1": 0, "localhost": 0}, r.changed(), r.output)
+}
+
+// TestRealK3sEmbeddedEtcd: three real servers with embedded etcd, joined in
+// order, their snapshots uploaded to a real S3 server (etcd-s3 in the
+// servers' config), a restore that brings back what was deleted after the
+// snapshot with those settings still in the config, and a rebuilt server
+// other than the first that joins again.
+func TestRealK3sEmbeddedEtcd(t *testing.T) {
+	c := installCollection(t)
+	b := bed.Start(t, bed.Options{Name: "k3sr3", Subnet: "10.213.31", Controllers: 3, RealK3s: true, S3: true})
+	dir := t.TempDir()
+	const folder = "cluster-a"
+	base := map[string]any{"k8s_cluster_server_config": b.S3.Config(folder)}
+	run := func(playbook string, extra map[string]any, args ...string) playResult {
+		vars := map[string]any{}
+		for k, v := range base {
+			vars[k] = v
+		}
+		for k, v := range extra {
+			vars[k] = v
+		}
+		a := realClusterArgs(t, c, b, dir, vars)
+		a[2] = filepath.Join(c.root, "playbooks", playbook)
+		return c.play(t, append(a, args...)...)
+	}
+	ctx := t.Context()
+	everyone := map[string]int{"node1": 0, "node2": 0, "node3": 0, "localhost": 0}
+	etcdMembers := func() []string {
+		kc, _, err := b.Clients()
+		require.NoError(t, err)
+		nodes, err := kc.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		require.NoError(t, err)
+		var members []string
+		for _, n := range nodes.Items {
+			// Set by k3s's own etcd metadata controller on a member's Node.
+			if n.Labels["node-role.kubernetes.io/etcd"] == "true" && n.Annotations["etcd.k3s.cattle.io/node-name"] != "" {
+				members = append(members, n.Name)
+			}
+		}
+		slices.Sort(members)
+		return members
+	}
+
+	t.Run("three servers join in order", func(t *testing.T) {
+		r := run("k8s.yml", nil)
+		require.NoError(t, r.err, r.output)
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			assert.Equal(c, []string{"node1", "node2", "node3"}, etcdMembers())
+		}, time.Minute, time.Second, "k3s made each server an etcd member")
+		r = run("k8s.yml", nil)
+		require.NoError(t, r.err, r.output)
+		assert.Equal(t, everyone, r.changed(), r.output)
+	})
+
+	var snapshot string
+	t.Run("a snapshot with etcd-s3 is reported as the node's copy", func(t *testing.T) {
+		kc, _, err := b.Clients()
+		require.NoError(t, err)
+		_, err = kc.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kept"}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		r := run("snapshot.yml", map[string]any{"k8s_cluster_snapshot_name": "before"})
+		require.NoError(t, r.err, r.output)
+		snapshot = snapshotNamed(t, b.Hosts.Host("node1"), "before")
+		flat := strings.Join(strings.Fields(r.output), " ")
+		assert.Contains(t, flat, "Snapshot "+snapshot+" on node1: file://"+snapshotDir+"/"+snapshot+".")
+		objects, err := b.S3.Objects(folder)
+		require.NoError(t, err)
+		assert.Contains(t, objects, folder+"/"+snapshot, "k3s uploaded it")
+		assert.NotContains(t, r.output, b.S3.SecretKey)
+	})
+
+	t.Run("a restore with etcd-s3 in the config", func(t *testing.T) {
+		require.NotEmpty(t, snapshot)
+		kc, _, err := b.Clients()
+		require.NoError(t, err)
+		require.NoError(t, kc.CoreV1().ConfigMaps("default").Delete(ctx, "kept", metav1.DeleteOptions{}))
+		_, err = kc.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "made-after"}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		r := run("restore.yml", map[string]any{"k8s_cluster_restore_snapshot": snapshot, "k8s_cluster_restore_confirmed": true})
+		require.NoError(t, r.err, r.output)
+		kc, _, err = b.Clients()
+		require.NoError(t, err)
+		_, err = kc.CoreV1().ConfigMaps("default").Get(ctx, "kept", metav1.GetOptions{})
+		assert.NoError(t, err, "deleted after the snapshot, back")
+		_, err = kc.CoreV1().ConfigMaps("default").Get(ctx, "made-after", metav1.GetOptions{})
+		assert.True(t, apierrors.IsNotFound(err), "made after the snapshot, gone: %v", err)
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			assert.Equal(c, []string{"node1", "node2", "node3"}, etcdMembers())
+		}, time.Minute, time.Second, "the others joined the restored one")
+		r = run("k8s.yml", nil)
+		require.NoError(t, r.err, r.output)
+		assert.Equal(t, everyone, r.changed(), r.output)
+	})
+
+	t.Run("a rebuilt server other than the first joins again", func(t *testing.T) {
+		r := run("reset.yml", nil, "-l", "node3", "-e", "k8s_cluster_reset_confirmed=true")
+		require.NoError(t, r.err, r.output)
+		_, err := b.Hosts.Host("node3").Exec("test ! -e /usr/local/bin/k3s && test ! -e /var/lib/rancher/k3s")
+		require.NoError(t, err, "node3 bare")
+		r = run("k8s.yml", nil)
+		require.NoError(t, r.err, r.output)
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			assert.Equal(c, []string{"node1", "node2", "node3"}, etcdMembers())
+		}, time.Minute, time.Second, "node3 a member again")
+		r = run("k8s.yml", nil)
+		require.NoError(t, r.err, r.output)
+		assert.Equal(t, everyone, r.changed(), r.output)
+	})
 }

@@ -73,7 +73,8 @@ supervise() {
     "$UNITRUN" listen "$notify" "$ready" </dev/null >/dev/null 2>&1 &
     listener=$!
     while [ ! -S "$notify" ] && kill -0 "$listener" 2>/dev/null; do sleep 0.01; done
-    { (NOTIFY_SOCKET="$notify" exec "$UNITRUN" exec "$unitfile") 2>&1 </dev/null & echo $! >"$main"; wait $!; } |
+    rm -f "$STATE/$unit.status"
+    { (NOTIFY_SOCKET="$notify" exec "$UNITRUN" exec "$unitfile") 2>&1 </dev/null & echo $! >"$main"; wait $!; echo $? >"$STATE/$unit.status"; } |
       awk -W interactive '{ print systime() " " $0; fflush() }' >>"$log" &
     pipeline=$!
     while [ ! -s "$main" ]; do sleep 0.05; done
@@ -89,7 +90,15 @@ supervise() {
     kill "$listener" 2>/dev/null; wait "$listener" 2>/dev/null
     if [ "$stopping" = true ]; then break; fi
     # Restart=always, RestartSec=5s.
-    journal "$unit.service: Main process exited, code=exited, status=1/FAILURE"
+    status=$(cat "$STATE/$unit.status" 2>/dev/null || echo 1)
+    if [ "$status" -gt 128 ]; then
+      journal "$unit.service: Main process exited, code=killed, status=$((status - 128))/$(kill -l $((status - 128)))"
+    elif [ "$status" = 0 ]; then
+      journal "$unit.service: Main process exited, code=exited, status=0/SUCCESS"
+      journal "$unit.service: Deactivated successfully."
+    else
+      journal "$unit.service: Main process exited, code=exited, status=$status/FAILURE"
+    fi
     echo "activating auto-restart" >"$state"
     echo $(($(cat "$restarts") + 1)) >"$restarts"
     sleep 5 &
