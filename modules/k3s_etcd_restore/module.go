@@ -42,6 +42,7 @@ var Module = &ansible.Module{
 		{Name: "snapshot_dir", Type: ansible.TypePath, Description: []string{"Where k3s keeps snapshots, in which a C(snapshot) given by name is looked for. Default: k3s's C(etcd-snapshot-dir) as the node's k3s config (C(/etc/rancher/k3s/config.yaml) and its C(config.yaml.d) drop-ins) sets it, else C(<data_dir>/server/db/snapshots)."}},
 		{Name: "data_dir", Type: ansible.TypePath, Default: k3snode.DefaultPaths.DataDir, Description: []string{"k3s's C(data-dir)."}},
 		{Name: "timeout", Type: ansible.TypeInt, Default: 600, Positive: true, Description: []string{"Seconds the cluster reset may take."}},
+		{Name: "token", NoLog: true, Description: []string{"The token of the cluster the snapshot was taken on, with C(step=reset): k3s restores a snapshot only with it (its bootstrap data is encrypted with it), and a cluster rebuilt from scratch has a new one. Given to the cluster reset as C(K3S_TOKEN) (never on its command line). Default: the C(token) of k3s's config, else the server's own C(<data_dir>/server/token). Before anything stops, the snapshot must hold bootstrap data for the token the reset would use, else the module refuses, saying so: k3s itself finds out only after it set the etcd data aside."}},
 	},
 		RequiredIf: []ansible.RequiredIf{{Key: "step", Value: "reset", Requirements: []string{"snapshot"}}},
 	},

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -33,9 +34,10 @@ type fakeNode struct {
 	failure  string
 	moveFrom string
 	ran      []string
+	env      []string // the cluster reset's
 }
 
-func (f *fakeNode) Run(_ context.Context, _ []string, name string, args ...string) (string, error) {
+func (f *fakeNode) Run(_ context.Context, env []string, name string, args ...string) (string, error) {
 	cmd := filepath.Base(name) + " " + strings.Join(args, " ")
 	if strings.HasPrefix(cmd, "systemctl show") {
 		state := "inactive"
@@ -45,6 +47,9 @@ func (f *fakeNode) Run(_ context.Context, _ []string, name string, args ...strin
 		return "LoadState=loaded\nActiveState=" + state + "\nSubState=running\nUnitFileState=enabled\nNRestarts=0\n", nil
 	}
 	f.ran = append(f.ran, cmd)
+	if strings.HasPrefix(cmd, "k3s server") {
+		f.env = env
+	}
 	if strings.HasPrefix(cmd, "k3s server") && f.moveFrom != "" {
 		if err := os.Rename(filepath.Join(f.moveFrom, "etcd"), filepath.Join(f.moveFrom, "etcd-old-1764910001")); err != nil {
 			return "", err
@@ -96,7 +101,8 @@ func TestRun(t *testing.T) {
 			data := filepath.Join(t.TempDir(), "k3s")
 			if tc.db {
 				require.NoError(t, os.MkdirAll(filepath.Join(data, "server", "db", "snapshots"), 0o700))
-				require.NoError(t, os.WriteFile(filepath.Join(data, "server", "db", "snapshots", "pre-node1-1"), etcdSnapshot(boltDB(4096, 5, nil)), 0o600))
+				require.NoError(t, os.WriteFile(filepath.Join(data, "server", "db", "snapshots", "pre-node1-1"), snapshotFor(testToken), 0o600))
+				require.NoError(t, os.WriteFile(filepath.Join(data, "server", "token"), []byte(testToken+"\n"), 0o600))
 			}
 			if tc.args["data_dir"] == nil {
 				tc.args["data_dir"] = data
@@ -128,7 +134,7 @@ func TestRun(t *testing.T) {
 // TestResetChecksFirst: a file that is no etcd snapshot is refused before
 // anything stops; a name is looked for in k3s's etcd-snapshot-dir.
 func TestResetChecksFirst(t *testing.T) {
-	good := etcdSnapshot(boltDB(4096, 5, nil))
+	good := snapshotFor(testToken)
 	for _, tc := range []struct {
 		name     string
 		snapshot string         // "FILE": the file written
@@ -160,6 +166,8 @@ func TestResetChecksFirst(t *testing.T) {
 			require.NoError(t, os.WriteFile(file, tc.content, 0o600))
 			config := filepath.Join(root, "config.yaml")
 			require.NoError(t, os.WriteFile(config, []byte(fix(tc.config)), 0o600))
+			require.NoError(t, os.MkdirAll(filepath.Join(root, "k3s", "server"), 0o700))
+			require.NoError(t, os.WriteFile(filepath.Join(root, "k3s", "server", "token"), []byte(testToken), 0o600))
 			args := map[string]any{"step": "reset", "snapshot": tc.snapshot, "data_dir": filepath.Join(root, "k3s")}
 			for k, v := range tc.args {
 				args[k] = fix(v.(string))
@@ -193,7 +201,8 @@ func TestFailedResetLeavesTheMark(t *testing.T) {
 	require.NoError(t, os.MkdirAll(filepath.Join(db, "etcd", "member"), 0o700))
 	require.NoError(t, os.MkdirAll(filepath.Join(db, "etcd-old-1000"), 0o700)) // an older restore's, not this one's
 	require.NoError(t, os.MkdirAll(filepath.Join(db, "snapshots"), 0o700))
-	require.NoError(t, os.WriteFile(filepath.Join(db, "snapshots", "pre-node1-1"), etcdSnapshot(boltDB(4096, 5, nil)), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(db, "snapshots", "pre-node1-1"), snapshotFor(testToken), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(data, "server", "token"), []byte(testToken), 0o600))
 	mark := filepath.Join(db, "gitops.k3s_flux-restore-pending")
 	run := func(node *fakeNode) map[string]any {
 		h := Host{Sys: node, BinDir: "/usr/local/bin", Now: func() time.Time { return time.Unix(1764910000, 0) }}
@@ -234,4 +243,88 @@ func TestRestoreFailureNothingMoved(t *testing.T) {
 		RestoreFailure("k3s: boom", "/d/db", nil, false, "/d/mark"))
 	assert.Contains(t, RestoreFailure("k3s: boom", "/d/db", []string{"/d/db/etcd-old-5"}, true, "/d/mark"),
 		"k3s moved the etcd data it had to /d/db/etcd-old-5 and left a partial restore in /d/db/etcd. To retry: fix the cause, then run playbooks/restore.yml again. To roll back to the data as it was: on this server, rm -rf /d/db/etcd, mv /d/db/etcd-old-5 /d/db/etcd, remove /d/mark")
+}
+
+// testToken is a token as k3s writes server/token.
+const testToken = "K1093af2c61a0d5e6c3b4d2a5e0f1c9b8a7d6e5f4c3b2a1908f7e6d5c4b3a2f1e0d::server:6d0c1e8a3b4f5a6c7d8e9f0a1b2c3d4e"
+
+// snapshotFor is an etcd snapshot holding the bootstrap data of token (its
+// key, as written in etcd's database).
+func snapshotFor(token string) []byte {
+	db := boltDB(4096, 5, nil)
+	copy(db[4*4096+100:], bootstrapKey(tokenPassword(token)))
+	return etcdSnapshot(db)
+}
+
+// TestResetToken: the reset's token (the option, else the config's, else
+// server/token) must have bootstrap data in the snapshot, checked before
+// anything stops; the option goes to k3s in its environment, never on its
+// command line or in the result.
+func TestResetToken(t *testing.T) {
+	const old = "K10aaaa::server:the-old-cluster-password"
+	for _, tc := range []struct {
+		name     string
+		snapshot []byte
+		own      string // server/token, "" for none
+		config   string
+		token    string
+		refused  string
+		env      []string
+	}{
+		{name: "the server's own token", snapshot: snapshotFor(testToken), own: testToken},
+		{name: "a rebuilt cluster: another token", snapshot: snapshotFor(old), own: testToken,
+			refused: "snapshot SNAP was taken on a cluster with another token than this server's own token (DATA/server/token): it holds no bootstrap data for it, and k3s would set the etcd data aside, then refuse it (\"bootstrap data already found and encrypted with different token\"). A cluster rebuilt from scratch has a new token: give the token of the cluster the snapshot was taken on (its server/token then, or k8s_cluster_token; role k8s_cluster: -e k8s_cluster_restore_token=...); nothing was changed"},
+		{name: "the old token given", snapshot: snapshotFor(old), own: testToken, token: old, env: []string{"K3S_TOKEN=" + old}},
+		{name: "its password alone", snapshot: snapshotFor(old), own: testToken, token: "the-old-cluster-password", env: []string{"K3S_TOKEN=the-old-cluster-password"}},
+		{name: "a wrong one given", snapshot: snapshotFor(old), own: old, token: "K10aaaa::server:guess",
+			refused: "snapshot SNAP was taken on a cluster with another token than the token given (token; role k8s_cluster: k8s_cluster_restore_token, else k8s_cluster_token)"},
+		{name: "the config's token", snapshot: snapshotFor(old), own: testToken, config: "token: " + old + "\n"},
+		{name: "none at all", snapshot: snapshotFor(old),
+			refused: "DATA/server/token does not exist and no token was given: k3s restores a snapshot only with the token of the cluster it was taken on; give it (token; role k8s_cluster: -e k8s_cluster_restore_token=...); nothing was changed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			data := filepath.Join(root, "k3s")
+			snap := filepath.Join(data, "server", "db", "snapshots", "pre-node1-1")
+			require.NoError(t, os.MkdirAll(filepath.Dir(snap), 0o700))
+			require.NoError(t, os.WriteFile(snap, tc.snapshot, 0o600))
+			if tc.own != "" {
+				require.NoError(t, os.WriteFile(filepath.Join(data, "server", "token"), []byte(tc.own+"\n"), 0o600))
+			}
+			config := filepath.Join(root, "config.yaml")
+			require.NoError(t, os.WriteFile(config, []byte(tc.config), 0o600))
+			args := map[string]any{"step": "reset", "snapshot": "pre-node1-1", "data_dir": data}
+			if tc.token != "" {
+				args["token"] = tc.token
+			}
+			node := fakeNode{active: true}
+			h := Host{Sys: &node, BinDir: "/usr/local/bin", ConfigPath: config, Now: time.Now}
+			res, _, raw := ansibletest.Run(t, Module, func(ctx context.Context, req *ansible.Request) (*ansible.Result, error) {
+				return Run(ctx, req, h)
+			}, args)
+			for _, secret := range []string{"the-old-cluster-password", "6d0c1e8a3b4f5a6c7d8e9f0a1b2c3d4e", "guess"} {
+				assert.NotContains(t, raw, secret)
+			}
+			if tc.refused != "" {
+				fix := strings.NewReplacer("SNAP", snap, "DATA", data)
+				assert.True(t, strings.HasPrefix(res["msg"].(string), fix.Replace(tc.refused)), res["msg"])
+				assert.Empty(t, node.ran, "nothing stopped")
+				return
+			}
+			assert.Nil(t, res["failed"], res["msg"])
+			assert.Equal(t, []string{"systemctl stop k3s.service", "k3s server --cluster-reset --cluster-reset-restore-path=" + snap + " --etcd-s3=false"}, node.ran)
+			assert.Equal(t, tc.env, node.env)
+		})
+	}
+}
+
+// TestContainsAny: a key split across the reader's blocks is found.
+func TestContainsAny(t *testing.T) {
+	content := strings.Repeat("x", 3<<20) + "/bootstrap/0123456789ab" + "tail"
+	found, err := containsAny(iotest.HalfReader(strings.NewReader(content)), []string{"/bootstrap/0123456789ab"})
+	require.NoError(t, err)
+	assert.True(t, found)
+	found, err = containsAny(strings.NewReader(content), []string{"/bootstrap/ffffffffffff"})
+	require.NoError(t, err)
+	assert.False(t, found)
 }

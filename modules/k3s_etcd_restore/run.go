@@ -32,6 +32,7 @@ type args struct {
 	SnapshotDir string `json:"snapshot_dir"`
 	DataDir     string `json:"data_dir"`
 	Timeout     int    `json:"timeout"`
+	Token       string `json:"token"`
 }
 
 // Run carries out the node's step (nothing in check mode).
@@ -51,6 +52,18 @@ func Run(ctx context.Context, req *ansible.Request, h Host) (*ansible.Result, er
 			return nil, err
 		}
 		if err := CheckSnapshot(path); err != nil {
+			return nil, err
+		}
+		token, from, err := resetToken(a.Token, h.ConfigPath, a.DataDir)
+		if err != nil {
+			return nil, err
+		}
+		for _, secret := range []string{token, tokenPassword(token)} {
+			if secret != "" {
+				req.AddSecret(secret)
+			}
+		}
+		if err := CheckToken(path, token, from); err != nil {
 			return nil, err
 		}
 	}
@@ -104,7 +117,14 @@ func reset(ctx context.Context, h Host, a args, path string) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Duration(a.Timeout)*time.Second)
 	defer cancel()
 	args := ResetArgs(path)
-	out, err := h.Sys.Run(ctx, nil, filepath.Join(h.BinDir, "k3s"), args...)
+	// The token given goes in the environment (K3S_TOKEN, the flag's
+	// variable), not on the command line, which every user of the node
+	// can read in the process list.
+	var env []string
+	if a.Token != "" {
+		env = []string{"K3S_TOKEN=" + a.Token}
+	}
+	out, err := h.Sys.Run(ctx, env, filepath.Join(h.BinDir, "k3s"), args...)
 	if err == nil {
 		if err := os.Remove(mark); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("the snapshot was restored, but its mark %s stays: %w", mark, err)

@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"encoding/base64"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -166,6 +167,59 @@ func TestRealK3sEmbeddedEtcd(t *testing.T) {
 		require.EventuallyWithT(t, func(c *assert.CollectT) {
 			assert.Equal(c, []string{"node1", "node2", "node3"}, etcdMembers())
 		}, time.Minute, time.Second, "node3 a member again")
+		r = run("k8s.yml", nil)
+		require.NoError(t, r.err, r.output)
+		assert.Equal(t, everyone, r.changed(), r.output)
+	})
+
+	t.Run("a snapshot restored after every server was reset and rebuilt", func(t *testing.T) {
+		node1 := b.Hosts.Host("node1")
+		kc, _, err := b.Clients()
+		require.NoError(t, err)
+		_, err = kc.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "survivor"}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		r := run("snapshot.yml", map[string]any{"k8s_cluster_snapshot_name": "disaster"})
+		require.NoError(t, r.err, r.output)
+		taken := snapshotNamed(t, node1, "disaster")
+		// What a careful owner keeps off the servers: the snapshot and the token it was taken under.
+		saved, err := node1.Exec("base64 -w0 " + snapshotDir + "/" + taken)
+		require.NoError(t, err)
+		oldToken, err := node1.Exec("cat /var/lib/rancher/k3s/server/token")
+		require.NoError(t, err)
+		oldToken = strings.TrimSpace(oldToken)
+
+		r = run("reset.yml", nil, "-e", "k8s_cluster_reset_confirmed=true")
+		require.NoError(t, r.err, r.output)
+		r = run("k8s.yml", nil)
+		require.NoError(t, r.err, r.output)
+		newToken, err := node1.Exec("cat /var/lib/rancher/k3s/server/token")
+		require.NoError(t, err)
+		require.NotEqual(t, oldToken, strings.TrimSpace(newToken), "a new cluster, a new token")
+		raw, err := base64.StdEncoding.DecodeString(saved)
+		require.NoError(t, err)
+		_, err = node1.Exec("mkdir -p -m 700 " + snapshotDir)
+		require.NoError(t, err)
+		require.NoError(t, node1.WriteFile(snapshotDir+"/"+taken, raw, 0o600))
+
+		restore := map[string]any{"k8s_cluster_restore_snapshot": taken, "k8s_cluster_restore_confirmed": true}
+		r = run("restore.yml", restore)
+		require.Error(t, r.err, r.output)
+		assert.Contains(t, strings.Join(strings.Fields(r.output), " "), "was taken on a cluster with another token than this server's own token (/var/lib/rancher/k3s/server/token): it holds no bootstrap data for it")
+		state, err := node1.Exec("systemctl is-active k3s")
+		require.NoError(t, err, "refused before anything stopped")
+		assert.Equal(t, "active\n", state)
+
+		restore["k8s_cluster_restore_token"] = oldToken
+		r = run("restore.yml", restore)
+		require.NoError(t, r.err, r.output)
+		assert.NotContains(t, r.output, oldToken)
+		kc, _, err = b.Clients()
+		require.NoError(t, err)
+		_, err = kc.CoreV1().ConfigMaps("default").Get(ctx, "survivor", metav1.GetOptions{})
+		assert.NoError(t, err, "the old cluster's ConfigMap, back")
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			assert.Equal(c, []string{"node1", "node2", "node3"}, etcdMembers())
+		}, time.Minute, time.Second, "the rebuilt servers joined the restored one")
 		r = run("k8s.yml", nil)
 		require.NoError(t, r.err, r.output)
 		assert.Equal(t, everyone, r.changed(), r.output)

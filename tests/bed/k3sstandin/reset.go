@@ -3,6 +3,8 @@ package main
 import (
 	"archive/zip"
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -35,6 +37,27 @@ type snapshotDoc struct {
 	Node       string            `json:"node"`
 	Time       string            `json:"time"`
 	ConfigMaps []configMapRecord `json:"configmaps"`
+	// Bootstrap is the key of the cluster's bootstrap data, as etcd's
+	// keyspace in a k3s snapshot holds it: /bootstrap/<12 hex digits of
+	// the sha256 of the token's password> (pkg/cluster/encrypt.go,
+	// keyHash).
+	Bootstrap string `json:"bootstrap_key"`
+}
+
+// bootstrapKey is k3s's key for the bootstrap data a token encrypts.
+func bootstrapKey(token string) string {
+	sum := sha256.Sum256([]byte(secretOf(token)))
+	return "/bootstrap/" + hex.EncodeToString(sum[:])[:12]
+}
+
+// clusterToken is the token a server's k3s runs with: the flag (or
+// config), else its server/token.
+func clusterToken(s settings, dataDir string) string {
+	if t := s.str("token", ""); t != "" {
+		return t
+	}
+	raw, _ := os.ReadFile(filepath.Join(dataDir, "server", "token"))
+	return strings.TrimSpace(string(raw))
 }
 
 // liveConfigMaps reads the ConfigMaps a snapshot keeps from the test bed's
@@ -112,7 +135,7 @@ func clusterReset(s settings, bed bedInfo) error {
 		return fmt.Errorf("k3s stand-in: cluster-reset while the members %s run: stop k3s on every server first, as k3s documents (they would go on as a cluster of their own)", strings.Join(running, ", "))
 	}
 	if path := s.str("cluster-reset-restore-path", ""); path != "" {
-		if err := restoreSnapshot(client, path, dataDir); err != nil {
+		if err := restoreSnapshot(client, path, dataDir, clusterToken(s, dataDir)); err != nil {
 			return err
 		}
 	}
@@ -159,7 +182,7 @@ func readMembers(client *apiClientT) (map[string]string, error) {
 // then etcd's restore of the file; here that brings the ConfigMaps back to
 // the snapshot's: each created or replaced, any other (outside
 // kube-system) deleted.
-func restoreSnapshot(client *apiClientT, path, dataDir string) error {
+func restoreSnapshot(client *apiClientT, path, dataDir, token string) error {
 	raw, err := readSnapshotFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("etcd: snapshot path does not exist: %s", path)
@@ -178,6 +201,12 @@ func restoreSnapshot(client *apiClientT, path, dataDir string) error {
 	var doc snapshotDoc
 	if err := json.Unmarshal(payload, &doc); err != nil || doc.Snapshot == "" {
 		return fmt.Errorf("%s is not an etcd snapshot", path)
+	}
+	// As k3s's rebootstrap after the restore (pkg/etcd/etcd.go, Reset;
+	// pkg/cluster/storage.go, getBootstrapKeyFromStorage): the data is
+	// replaced already when k3s finds no bootstrap data for its token.
+	if doc.Bootstrap != "" && doc.Bootstrap != bootstrapKey(token) {
+		return errors.New("bootstrap data already found and encrypted with different token")
 	}
 	now, err := listConfigMaps(client)
 	if err != nil {

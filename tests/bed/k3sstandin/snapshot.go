@@ -187,7 +187,8 @@ func saveSnapshot(s settings, dir string, custom bool) error {
 	if err != nil {
 		return err
 	}
-	content, _ := json.Marshal(snapshotDoc{Snapshot: name, Node: node, Time: now.Format(time.RFC3339), ConfigMaps: configMaps})
+	content, _ := json.Marshal(snapshotDoc{Snapshot: name, Node: node, Time: now.Format(time.RFC3339), ConfigMaps: configMaps,
+		Bootstrap: bootstrapKey(clusterToken(settings{}, s.str("data-dir", defaultDataDir)))})
 	path := filepath.Join(dir, name)
 	// etcd's snapshot.Save writes the file 0600.
 	if err := os.WriteFile(path, boltSnapshot(content), 0o600); err != nil {
