@@ -261,14 +261,22 @@ func (r playResult) changed() map[string]int {
 
 // clusterPlayArgs are ansible-playbook's arguments for playbooks/k8s.yml on
 // the bed's hosts without the hand-off (role k8s_cluster alone): the bed's
-// install script, the kubeconfig in dir, and extra variables, written to
+// install script (with bed.Options.RealK3s, k3s's own and the built k3s's
+// release), the kubeconfig in dir, and extra variables, written to
 // dir/vars.json.
 func clusterPlayArgs(t *testing.T, c collection, b *bed.Bed, dir string, extra map[string]any) []string {
 	t.Helper()
 	vars := map[string]any{
-		"flux_bootstrap_enabled":         false,
-		"k8s_cluster_install_script_url": b.K3s.InstallURL,
-		"k8s_cluster_kubeconfig_dest":    filepath.Join(dir, "kubeconfig"),
+		"flux_bootstrap_enabled":      false,
+		"k8s_cluster_kubeconfig_dest": filepath.Join(dir, "kubeconfig"),
+	}
+	if b.Real != nil {
+		// k3s's own install.sh, downloading the built k3s from the bed as from GitHub's releases.
+		vars["k8s_cluster_install_script_url"] = b.Real.InstallURL
+		vars["k8s_cluster_k3s_release_url"] = b.Real.ReleaseURL
+		vars["k8s_cluster_k3s_version"] = b.Real.Version
+	} else {
+		vars["k8s_cluster_install_script_url"] = b.K3s.InstallURL
 	}
 	for k, v := range extra {
 		vars[k] = v

@@ -19,26 +19,6 @@ import (
 	"github.com/gitops-k3s-flux/k3s_flux/tests/bed"
 )
 
-// realClusterArgs are clusterPlayArgs for a bed whose servers are the real
-// k3s (bed.Options.RealK3s): k3s's own install.sh, downloading the built
-// k3s from the bed as from GitHub's releases (k8s_cluster_k3s_release_url).
-func realClusterArgs(t *testing.T, c collection, b *bed.Bed, dir string, extra map[string]any) []string {
-	t.Helper()
-	vars := map[string]any{
-		"flux_bootstrap_enabled":         false,
-		"k8s_cluster_install_script_url": b.Real.InstallURL,
-		"k8s_cluster_k3s_release_url":    b.Real.ReleaseURL,
-		"k8s_cluster_k3s_version":        b.Real.Version,
-		"k8s_cluster_kubeconfig_dest":    filepath.Join(dir, "kubeconfig"),
-	}
-	for k, v := range extra {
-		vars[k] = v
-	}
-	path := filepath.Join(dir, "vars.json")
-	writeJSON(t, path, vars)
-	return []string{"-i", b.Hosts.Inventory, filepath.Join(c.root, "playbooks", "k8s.yml"), "-e", "@" + path}
-}
-
 // TestRealK3sSingleServer: one server from bare with k3s's own install.sh
 // and the k3s built from its source; the second run changes nothing.
 func TestRealK3sSingleServer(t *testing.T) {
@@ -46,7 +26,7 @@ func TestRealK3sSingleServer(t *testing.T) {
 	b := bed.Start(t, bed.Options{Name: "k3sr1", Subnet: "10.213.30", Controllers: 1, RealK3s: true})
 	node1 := b.Hosts.Host("node1")
 	dir := t.TempDir()
-	args := realClusterArgs(t, c, b, dir, nil)
+	args := clusterPlayArgs(t, c, b, dir, nil)
 
 	r := c.play(t, args...)
 	require.NoError(t, r.err, r.output)
@@ -84,7 +64,7 @@ func TestRealK3sEmbeddedEtcd(t *testing.T) {
 		for k, v := range extra {
 			vars[k] = v
 		}
-		a := realClusterArgs(t, c, b, dir, vars)
+		a := clusterPlayArgs(t, c, b, dir, vars)
 		a[2] = filepath.Join(c.root, "playbooks", playbook)
 		return c.play(t, append(a, args...)...)
 	}
