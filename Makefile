@@ -88,11 +88,11 @@ test-e2e: test-e2e-debian test-e2e-pypi ## End-to-end tests over SSH to test hos
 
 test-e2e-debian: build testbed-rootfs ## The end-to-end tests with Debian's ansible-core, pipelining off
 	just="$$(hack/just.sh)" && PATH="$$just:$$PATH" E2E_ANSIBLE_CORE="$$(dpkg-query -W -f '$${Version}' ansible-core | cut -d- -f1)" E2E_PIPELINING=false \
-		go test -tags e2e -count=1 -timeout 20m -v $(GOTESTFLAGS) ./tests/e2e/...
+		go test -tags e2e -count=1 -timeout 40m -v $(GOTESTFLAGS) ./tests/e2e/...
 
 test-e2e-pypi: build testbed-rootfs ## The end-to-end tests with ansible-core 2.19 from hack/requirements-dev.txt, pipelining on
 	venv="$$(hack/venv.sh)" && just="$$(hack/just.sh)" && PATH="$$venv/bin:$$just:$$PATH" E2E_ANSIBLE_CORE="$$(sed -n 's/^ansible-core==//p' hack/requirements-dev.txt)" E2E_PIPELINING=true \
-		go test -tags e2e -count=1 -timeout 20m -v $(GOTESTFLAGS) ./tests/e2e/...
+		go test -tags e2e -count=1 -timeout 40m -v $(GOTESTFLAGS) ./tests/e2e/...
 
 N ?= 3
 

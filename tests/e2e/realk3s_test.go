@@ -43,6 +43,29 @@ func TestRealK3sSingleServer(t *testing.T) {
 	r = c.play(t, args...)
 	require.NoError(t, r.err, r.output)
 	assert.Equal(t, map[string]int{"node1": 0, "localhost": 0}, r.changed(), r.output)
+
+	t.Run("a changed token is refused by k3s_node first, and by k3s itself", func(t *testing.T) {
+		const other = "another-cluster-token-5e1f"
+		r := c.play(t, clusterPlayArgs(t, c, b, dir, map[string]any{"k8s_cluster_token": other})...)
+		require.Error(t, r.err, r.output)
+		assert.Contains(t, strings.Join(strings.Fields(r.output), " "), "k3s_config.token is another secret than the one this server's datastore was bootstrapped with (/var/lib/rancher/k3s/server/token)")
+		assert.NotContains(t, r.output, other)
+		// What k3s_node keeps from happening: the token changed behind its back.
+		since, err := node1.Exec("date +%s")
+		require.NoError(t, err)
+		_, err = node1.Exec("printf 'token: " + other + "\\n' >/etc/rancher/k3s/config.yaml.d/50-token.yaml && systemctl restart --no-block k3s")
+		require.NoError(t, err)
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			journal, err := node1.Exec("journalctl -u k3s --since @" + strings.TrimSpace(since) + " -o cat")
+			assert.NoError(c, err)
+			assert.Contains(c, journal, "bootstrap data already found and encrypted with different token")
+		}, 2*time.Minute, time.Second, "k3s refuses the other token")
+		_, err = node1.Exec("rm /etc/rancher/k3s/config.yaml.d/50-token.yaml && systemctl restart k3s")
+		require.NoError(t, err)
+		r = c.play(t, args...)
+		require.NoError(t, r.err, r.output)
+		assert.Equal(t, map[string]int{"node1": 0, "localhost": 0}, r.changed(), r.output)
+	})
 }
 
 // TestRealK3sEmbeddedEtcd: three real servers with embedded etcd, joined in
@@ -92,6 +115,24 @@ func TestRealK3sEmbeddedEtcd(t *testing.T) {
 		require.EventuallyWithT(t, func(c *assert.CollectT) {
 			assert.Equal(c, []string{"node1", "node2", "node3"}, etcdMembers())
 		}, time.Minute, time.Second, "k3s made each server an etcd member")
+		r = run("k8s.yml", nil)
+		require.NoError(t, r.err, r.output)
+		assert.Equal(t, everyone, r.changed(), r.output)
+	})
+
+	t.Run("a rolling upgrade to another build", func(t *testing.T) {
+		upgrade := map[string]any{"k8s_cluster_k3s_version": b.Real.UpgradeVersion}
+		r := run("k8s.yml", upgrade)
+		require.NoError(t, r.err, r.output)
+		for _, name := range []string{"node1", "node2", "node3"} {
+			version, err := b.Hosts.Host(name).Exec("k3s --version")
+			require.NoError(t, err)
+			assert.True(t, strings.HasPrefix(version, "k3s version "+b.Real.UpgradeVersion+" "), "%s: %s", name, version)
+		}
+		// The snapshot before it, taken and listed from k3s's own output (its S3 copy listed too).
+		assert.Regexp(t, `Snapshot pre-upgrade-\S+-node1-\d+ on node1: file://`+snapshotDir, strings.Join(strings.Fields(r.output), " "))
+		assert.Equal(t, []string{"node1", "node2", "node3"}, etcdMembers())
+		base["k8s_cluster_k3s_version"] = b.Real.UpgradeVersion
 		r = run("k8s.yml", nil)
 		require.NoError(t, r.err, r.output)
 		assert.Equal(t, everyone, r.changed(), r.output)
