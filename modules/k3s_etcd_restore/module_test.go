@@ -328,3 +328,50 @@ func TestContainsAny(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, found)
 }
+
+// TestRejoinSetsAnotherClustersIdentityAside: a server that runs another
+// cluster than the restored one (its token not the one given) has its
+// certificates, credentials and tokens set aside with its etcd data; its
+// own cluster's stay.
+func TestRejoinSetsAnotherClustersIdentityAside(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		token string
+		moved []string
+	}{
+		{name: "another cluster's", token: "K10aaaa::server:the-old-cluster-password", moved: []string{"tls", "cred", "token", "node-token"}},
+		{name: "its own cluster's", token: "6d0c1e8a3b4f5a6c7d8e9f0a1b2c3d4e"},
+		{name: "no token given"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			data := filepath.Join(t.TempDir(), "k3s")
+			server := filepath.Join(data, "server")
+			for _, d := range []string{"db/etcd", "tls", "cred", "manifests"} {
+				require.NoError(t, os.MkdirAll(filepath.Join(server, d), 0o700))
+			}
+			require.NoError(t, os.WriteFile(filepath.Join(server, "token"), []byte(testToken+"\n"), 0o600))
+			require.NoError(t, os.Symlink("token", filepath.Join(server, "node-token")))
+			args := map[string]any{"step": "rejoin", "data_dir": data}
+			if tc.token != "" {
+				args["token"] = tc.token
+			}
+			h := Host{Sys: &fakeNode{}, BinDir: "/usr/local/bin", Now: func() time.Time { return time.Unix(1764910000, 0) }}
+			res, _, raw := ansibletest.Run(t, Module, func(ctx context.Context, req *ansible.Request) (*ansible.Result, error) {
+				return Run(ctx, req, h)
+			}, args)
+			assert.Nil(t, res["failed"], res["msg"])
+			assert.NotContains(t, raw, "the-old-cluster-password")
+			want := []any{}
+			for _, m := range tc.moved {
+				want = append(want, filepath.Join(server, m)+".pre-restore-1764910000")
+				assert.NoFileExists(t, filepath.Join(server, m))
+			}
+			assert.Equal(t, want, res["identity_moved_to"])
+			assert.DirExists(t, filepath.Join(server, "db.pre-restore-1764910000"))
+			assert.DirExists(t, filepath.Join(server, "manifests"), "the auto-deploy manifests stay")
+			if len(tc.moved) == 0 {
+				assert.DirExists(t, filepath.Join(server, "tls"))
+			}
+		})
+	}
+}

@@ -76,6 +76,7 @@ func Run(ctx context.Context, req *ansible.Request, h Host) (*ansible.Result, er
 	res.Set("stopped", running)
 	db := filepath.Join(a.DataDir, "server", "db")
 	aside := ""
+	var identity []string
 	switch a.Step {
 	case "reset":
 		res.Set("path", path)
@@ -84,7 +85,13 @@ func Run(ctx context.Context, req *ansible.Request, h Host) (*ansible.Result, er
 			aside = fmt.Sprintf("%s.pre-restore-%d", db, h.Now().Unix())
 		}
 		res.Set("moved_to", aside)
-		res.Changed = running || aside != ""
+		identity = otherClusterIdentity(a.DataDir, a.Token)
+		movedIdentity := []string{}
+		for _, p := range identity {
+			movedIdentity = append(movedIdentity, fmt.Sprintf("%s.pre-restore-%d", p, h.Now().Unix()))
+		}
+		res.Set("identity_moved_to", movedIdentity)
+		res.Changed = running || aside != "" || len(identity) > 0
 	}
 	if req.CheckMode {
 		return res, nil
@@ -103,8 +110,40 @@ func Run(ctx context.Context, req *ansible.Request, h Host) (*ansible.Result, er
 				return nil, fmt.Errorf("set the etcd data aside: %w", err)
 			}
 		}
+		for _, p := range identity {
+			if err := os.Rename(p, fmt.Sprintf("%s.pre-restore-%d", p, h.Now().Unix())); err != nil {
+				return nil, fmt.Errorf("set the other cluster's %s aside: %w", filepath.Base(p), err)
+			}
+		}
 	}
 	return res, nil
+}
+
+// otherClusterIdentity is what a server keeps of another cluster than the
+// one the snapshot restores, when its own token is not token (every
+// server rebuilt from scratch: k3s made a new cluster, CA and token): its
+// certificates, credentials and token files. k3s would refuse the join
+// with them (their CA is not the restored cluster's, and files newer than
+// the datastore stop it: pkg/cluster/bootstrap.go, ReconcileBootstrapData),
+// and module k3s_node would refuse the token; set aside, the server gets
+// the restored cluster's from the first one when it joins. Empty when the
+// token is not given or is the server's own.
+func otherClusterIdentity(dataDir, token string) []string {
+	if token == "" {
+		return nil
+	}
+	server := filepath.Join(dataDir, "server")
+	raw, err := os.ReadFile(filepath.Join(server, "token"))
+	if err != nil || tokenPassword(strings.TrimSpace(string(raw))) == tokenPassword(token) {
+		return nil
+	}
+	var found []string
+	for _, name := range []string{"tls", "cred", "token", "node-token", "agent-token"} {
+		if _, err := os.Lstat(filepath.Join(server, name)); err == nil {
+			found = append(found, filepath.Join(server, name))
+		}
+	}
+	return found
 }
 
 // reset runs k3s's cluster reset with the snapshot. A failure leaves the

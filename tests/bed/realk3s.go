@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -18,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -190,7 +192,24 @@ func (s *serverNodes) register(h *testhosts.Host) error {
 	if m := nodeNameKey.FindAllStringSubmatch(configs, -1); len(m) > 0 {
 		name = m[len(m)-1][1]
 	}
-	if _, err := kc.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{}); err == nil || !apierrors.IsNotFound(err) {
+	// The kubelet reports the version of the k3s it is part of: the
+	// server's own (kwok keeps what the Node was given), so an upgrade
+	// shows on the Node once the new version runs.
+	sv, err := kc.Discovery().ServerVersion()
+	if err != nil {
+		return err
+	}
+	nodeInfo := corev1.NodeSystemInfo{KubeletVersion: sv.GitVersion, KubeProxyVersion: sv.GitVersion, ContainerRuntimeVersion: "containerd://2.1.5-k3s1"}
+	existing, err := kc.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	if err == nil {
+		if existing.Status.NodeInfo.KubeletVersion == sv.GitVersion {
+			return nil
+		}
+		patch, _ := json.Marshal(map[string]any{"status": map[string]any{"nodeInfo": nodeInfo}})
+		_, err = kc.CoreV1().Nodes().Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
+		return err
+	}
+	if !apierrors.IsNotFound(err) {
 		return err
 	}
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{
@@ -202,12 +221,11 @@ func (s *serverNodes) register(h *testhosts.Host) error {
 		Labels: map[string]string{"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
 			"node-role.kubernetes.io/control-plane": "true", "node.kubernetes.io/instance-type": "k3s"},
 	}}
-	created, err := kc.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
-	if err != nil {
-		return err
-	}
-	created.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: h.Addr}, {Type: corev1.NodeHostName, Address: h.Name}}
-	_, err = kc.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{})
+	// On create the status is kept: kwok finds the addresses and versions
+	// there and does not put in its own.
+	node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: h.Addr}, {Type: corev1.NodeHostName, Address: h.Name}}
+	node.Status.NodeInfo = nodeInfo
+	_, err = kc.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
 	return err
 }
 
