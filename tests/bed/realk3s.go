@@ -199,7 +199,7 @@ func (s *serverNodes) register(h *testhosts.Host) error {
 	if err != nil {
 		return err
 	}
-	nodeInfo := corev1.NodeSystemInfo{KubeletVersion: sv.GitVersion, KubeProxyVersion: sv.GitVersion, ContainerRuntimeVersion: "containerd://2.1.5-k3s1"}
+	nodeInfo := corev1.NodeSystemInfo{KubeletVersion: sv.GitVersion, ContainerRuntimeVersion: "containerd://2.1.5-k3s1"}
 	existing, err := kc.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 	if err == nil {
 		if existing.Status.NodeInfo.KubeletVersion == sv.GitVersion {
