@@ -82,7 +82,8 @@ func testSnapshots(t *testing.T, b *bed.Bed, vars map[string]any, run func(playb
 		slices.SortStableFunc(kept, func(a, b string) int {
 			return strings.Compare(a[strings.LastIndex(a, "-"):], b[strings.LastIndex(b, "-"):])
 		})
-		assert.Contains(t, flat, "Kept there: "+strings.Join(append(kept, taken), ", ")+`"`, "the kept ones, oldest first, and no more")
+		assert.Contains(t, flat, "Kept there: "+strings.Join(append(kept, taken), ", ")+". ", "the kept ones, oldest first, and no more")
+		assert.Contains(t, flat, "It restores only with the token of this cluster, which k3s made: keep /var/lib/rancher/k3s/server/token (on node1) with your snapshots; a cluster rebuilt from scratch has another (k8s_cluster_restore_token).")
 		assert.Equal(t, map[string]int{"node1": 1}, r.changed(), "one task, run once: the snapshot on the first controller")
 		stat, err := node1.Exec("stat -c '%a' " + snapshotDir)
 		require.NoError(t, err)
