@@ -3,7 +3,9 @@
 package e2e
 
 import (
+	"crypto/tls"
 	"encoding/base64"
+	"net"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -64,6 +66,27 @@ func TestRealK3sSingleServer(t *testing.T) {
 		_, err = node1.Exec("rm /etc/rancher/k3s/config.yaml.d/50-token.yaml && systemctl restart k3s")
 		require.NoError(t, err)
 		r = c.play(outer, clusterPlayArgs(t, c, b, dir, nil)...)
+		require.NoError(t, r.err, r.output)
+		assert.Equal(t, map[string]int{"node1": 0, "localhost": 0}, r.changed(), r.output)
+	})
+
+	t.Run("tls-san and bind-address, in k3s's own serving certificate and listener", func(t *testing.T) {
+		config := map[string]any{"k8s_cluster_server_config": map[string]any{"tls-san": []string{"k3s-api.home.arpa"}, "bind-address": node1.Addr}}
+		r := c.play(outer, clusterPlayArgs(t, c, b, dir, config)...)
+		require.NoError(t, r.err, r.output)
+		conn, err := tls.Dial("tcp", net.JoinHostPort(node1.Addr, "6443"), &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // reading the certificate, not trusting it
+		require.NoError(t, err)
+		leaf := conn.ConnectionState().PeerCertificates[0]
+		conn.Close()
+		assert.Contains(t, leaf.DNSNames, "k3s-api.home.arpa", "the API endpoint's name in k3s's serving certificate")
+		// k3s listens on the loopback too (pkg/cluster/https.go, util.ListenWithLoopback): the
+		// stand-in had it answer on the bind-address alone.
+		_, err = node1.Exec("curl -sk --max-time 5 https://127.0.0.1:6443/ping")
+		assert.NoError(t, err, "the loopback answers too")
+		kubeconfig, err := node1.Exec("cat /etc/rancher/k3s/k3s.yaml")
+		require.NoError(t, err)
+		assert.Contains(t, kubeconfig, "server: https://"+node1.Addr+":6443", "k3s's kubeconfig names the bind-address")
+		r = c.play(outer, clusterPlayArgs(t, c, b, dir, config)...)
 		require.NoError(t, r.err, r.output)
 		assert.Equal(t, map[string]int{"node1": 0, "localhost": 0}, r.changed(), r.output)
 	})

@@ -102,8 +102,11 @@ func runServer(s settings, bed bedInfo) error {
 	}
 	upstream := strings.TrimPrefix(bed.APIServer, "https://")
 	var listeners []net.Listener
-	for _, host := range listenHosts(s, addr) {
+	for i, host := range listenHosts(s, addr) {
 		l, err := net.Listen("tcp", net.JoinHostPort(host, port))
+		if err != nil && i > 0 {
+			continue // a loopback k3s cannot listen on is skipped (util.ListenWithLoopback)
+		}
 		if err != nil {
 			return fmt.Errorf("listen on %s:%s: %w", host, port, err)
 		}
@@ -307,8 +310,10 @@ func bindAddressOrLoopback(s settings) string {
 // address of the host (bind-address's default, 0.0.0.0): the loopback, the
 // node's address and any other the host has, such as kube-vip's address.
 func listenHosts(s settings, _ string) []string {
+	// With bind-address k3s listens there and on the loopbacks too
+	// (pkg/cluster/https.go, newListener: util.ListenWithLoopback).
 	if b := bindAddressOrLoopback(s); b != "127.0.0.1" {
-		return []string{b}
+		return []string{b, "127.0.0.1", "::1"}
 	}
 	return []string{""}
 }
