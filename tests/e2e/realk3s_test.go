@@ -217,6 +217,23 @@ func TestRealK3sEmbeddedEtcd(t *testing.T) {
 		assert.Equal(t, everyone, r.changed(), r.output)
 	})
 
+	t.Run("a rebuilt first controller joins again", func(t *testing.T) {
+		r := run("reset.yml", nil, "-l", "node1", "-e", "k8s_cluster_reset_confirmed=true")
+		require.NoError(t, r.err, r.output)
+		r = run("k8s.yml", nil)
+		require.NoError(t, r.err, r.output)
+		cfg, err := b.Hosts.Host("node1").Exec("cat /etc/rancher/k3s/config.yaml")
+		require.NoError(t, err)
+		assert.Contains(t, cfg, "server: https://"+b.Hosts.Host("node2").Addr+":6443", "joined node2, the first running controller")
+		assert.NotContains(t, cfg, "cluster-init", "no second cluster")
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			assert.Equal(c, []string{"node1", "node2", "node3"}, etcdMembers())
+		}, time.Minute, time.Second, "node1 a member again")
+		r = run("k8s.yml", nil)
+		require.NoError(t, r.err, r.output)
+		assert.Equal(t, everyone, r.changed(), r.output)
+	})
+
 	t.Run("a snapshot restored after every server was reset and rebuilt", func(t *testing.T) {
 		node1 := b.Hosts.Host("node1")
 		kc, _, err := b.Clients()
