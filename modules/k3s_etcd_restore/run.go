@@ -46,24 +46,8 @@ func Run(ctx context.Context, req *ansible.Request, h Host) (*ansible.Result, er
 	}
 	path := ""
 	if a.Step == "reset" {
-		dir := snapshotDir(a.DataDir, a.SnapshotDir, h.ConfigPath)
 		var err error
-		if path, err = SnapshotPath(dir, a.Snapshot); err != nil {
-			return nil, err
-		}
-		if err := CheckSnapshot(path); err != nil {
-			return nil, err
-		}
-		token, from, err := resetToken(a.Token, h.ConfigPath, a.DataDir)
-		if err != nil {
-			return nil, err
-		}
-		for _, secret := range []string{token, tokenPassword(token)} {
-			if secret != "" {
-				req.AddSecret(secret)
-			}
-		}
-		if err := CheckToken(path, token, from); err != nil {
+		if path, err = checkBeforeReset(req, h, a); err != nil {
 			return nil, err
 		}
 	}
@@ -144,6 +128,29 @@ func otherClusterIdentity(dataDir, token string) []string {
 		}
 	}
 	return found
+}
+
+// checkBeforeReset finds the snapshot and refuses, before anything stops,
+// one k3s would fail on after setting the etcd data aside: not an etcd
+// snapshot, or taken under another token than the reset's.
+func checkBeforeReset(req *ansible.Request, h Host, a args) (string, error) {
+	path, err := SnapshotPath(snapshotDir(a.DataDir, a.SnapshotDir, h.ConfigPath), a.Snapshot)
+	if err != nil {
+		return "", err
+	}
+	if err := CheckSnapshot(path); err != nil {
+		return "", err
+	}
+	token, from, err := resetToken(a.Token, h.ConfigPath, a.DataDir)
+	if err != nil {
+		return "", err
+	}
+	for _, secret := range []string{token, tokenPassword(token)} {
+		if secret != "" {
+			req.AddSecret(secret)
+		}
+	}
+	return path, CheckToken(path, token, from)
 }
 
 // reset runs k3s's cluster reset with the snapshot. A failure leaves the
