@@ -355,19 +355,27 @@ func TestRejoinSetsAnotherClustersIdentityAside(t *testing.T) {
 			if tc.token != "" {
 				args["token"] = tc.token
 			}
-			h := Host{Sys: &fakeNode{}, BinDir: "/usr/local/bin", Now: func() time.Time { return time.Unix(1764910000, 0) }}
+			// The clock moves on while k3s stops: the names reported are the ones used.
+			now := time.Unix(1764910000, 0)
+			clock := func() time.Time { t := now; now = now.Add(3 * time.Second); return t }
+			h := Host{Sys: &fakeNode{active: true}, BinDir: "/usr/local/bin", Now: clock}
 			res, _, raw := ansibletest.Run(t, Module, func(ctx context.Context, req *ansible.Request) (*ansible.Result, error) {
 				return Run(ctx, req, h)
 			}, args)
 			assert.Nil(t, res["failed"], res["msg"])
 			assert.NotContains(t, raw, "the-old-cluster-password")
-			want := []any{}
-			for _, m := range tc.moved {
-				want = append(want, filepath.Join(server, m)+".pre-restore-1764910000")
+			require.IsType(t, []any{}, res["identity_moved_to"], "a list, empty when nothing was set aside")
+			moved := res["identity_moved_to"].([]any)
+			assert.Len(t, moved, len(tc.moved))
+			for i, m := range tc.moved {
 				assert.NoFileExists(t, filepath.Join(server, m))
+				if i < len(moved) {
+					assert.True(t, strings.HasPrefix(moved[i].(string), filepath.Join(server, m)+".pre-restore-"), moved[i])
+					_, err := os.Lstat(moved[i].(string))
+					assert.NoError(t, err, "set aside where the result says")
+				}
 			}
-			assert.Equal(t, want, res["identity_moved_to"])
-			assert.DirExists(t, filepath.Join(server, "db.pre-restore-1764910000"))
+			assert.DirExists(t, res["moved_to"].(string), "the etcd data where the result says")
 			assert.DirExists(t, filepath.Join(server, "manifests"), "the auto-deploy manifests stay")
 			if len(tc.moved) == 0 {
 				assert.DirExists(t, filepath.Join(server, "tls"))

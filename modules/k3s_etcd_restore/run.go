@@ -60,7 +60,7 @@ func Run(ctx context.Context, req *ansible.Request, h Host) (*ansible.Result, er
 	res.Set("stopped", running)
 	db := filepath.Join(a.DataDir, "server", "db")
 	aside := ""
-	var identity []string
+	var identity, movedIdentity []string // what is set aside, and where: named once, before k3s stops
 	switch a.Step {
 	case "reset":
 		res.Set("path", path)
@@ -70,7 +70,7 @@ func Run(ctx context.Context, req *ansible.Request, h Host) (*ansible.Result, er
 		}
 		res.Set("moved_to", aside)
 		identity = otherClusterIdentity(a.DataDir, a.Token)
-		movedIdentity := []string{}
+		movedIdentity = []string{}
 		for _, p := range identity {
 			movedIdentity = append(movedIdentity, fmt.Sprintf("%s.pre-restore-%d", p, h.Now().Unix()))
 		}
@@ -94,8 +94,8 @@ func Run(ctx context.Context, req *ansible.Request, h Host) (*ansible.Result, er
 				return nil, fmt.Errorf("set the etcd data aside: %w", err)
 			}
 		}
-		for _, p := range identity {
-			if err := os.Rename(p, fmt.Sprintf("%s.pre-restore-%d", p, h.Now().Unix())); err != nil {
+		for i, p := range identity {
+			if err := os.Rename(p, movedIdentity[i]); err != nil {
 				return nil, fmt.Errorf("set the other cluster's %s aside: %w", filepath.Base(p), err)
 			}
 		}
