@@ -32,13 +32,14 @@ APT_PACKAGES := ansible-core openssh-server openssh-client iproute2 util-linux g
 BENCH_APT_PACKAGES := ansible python3-kubernetes time
 ROUNDS ?= 5
 
-.PHONY: help build docs fuzz lint soak test test-sanity test-unit test-integration test-e2e test-e2e-debian test-e2e-pypi test-molecule testbed-bin testbed-rootfs collection release deps bench demo demo-collection demo-down clean
+.PHONY: help build docs fuzz lint soak test test-sanity test-unit test-integration test-e2e test-e2e-debian test-e2e-pypi e2e-tools e2e-pass-debian e2e-pass-pypi test-molecule testbed-bin testbed-rootfs collection release deps bench demo demo-collection demo-down clean
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9-]+:.*## / {printf "  %-17s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 build: $(NODE_BINARIES) $(CONTROLLER_BINARIES) ## Build the binaries: node modules for linux amd64/arm64/armv7, the controller binary for linux and darwin, amd64 and arm64
-	@sha256sum $(NODE_BINARIES) $(CONTROLLER_BINARIES) >plugins/bin/SHA256SUMS
+	@# Renamed into place: a release another make packs meanwhile reads the old sums or the new, whole.
+	@sha256sum $(NODE_BINARIES) $(CONTROLLER_BINARIES) >plugins/bin/SHA256SUMS.$$$$ && mv -f plugins/bin/SHA256SUMS.$$$$ plugins/bin/SHA256SUMS
 	@ls -lL $(NODE_BINARIES) $(CONTROLLER_BINARIES) | awk '{printf "  %-40s %6.2f MB\n", $$9, $$5/1048576}'
 
 # What the binaries are built from: a binary is rebuilt only when one of these is newer (make test
@@ -74,8 +75,11 @@ FUZZ_PACKAGES := $(sort $(patsubst %/,./%,$(dir $(shell grep -l '^func FuzzNoLog
 fuzz: ## Fuzz every module's arguments for no_log leaks (FUZZTIME=30s each; go test ./... runs the checked-in corpus)
 	@for p in $(FUZZ_PACKAGES); do echo "fuzz $$p"; go test $$p -run '^$$' -fuzz '^FuzzNoLog$$' -fuzztime $(FUZZTIME) | tail -2; done
 
-test-integration: testbed-bin ## Integration tests against the test bed's real API server, registry and Flux (needs root)
-	go test -tags integration -count=1 -p 1 -timeout 30m $(GOTESTFLAGS) ./...
+# The packages with integration tests: the others' tests are the unit tier's, already run there.
+INTEGRATION_PACKAGES := $(sort $(patsubst %/,./%,$(dir $(shell grep -rl --include='*_test.go' '^//go:build integration' cmd internal modules tests))))
+
+test-integration: testbed-bin ## Integration tests against the test bed's real API server, registry and Flux (needs root), in the packages that have them
+	go test -tags integration -count=1 -p 1 -timeout 30m $(GOTESTFLAGS) $(INTEGRATION_PACKAGES)
 
 testbed-bin: ## Build the test bed's binaries from the Go module proxy into ~/.cache/k3s_flux/bin (skips what is cached)
 	tests/tools/build.sh
@@ -84,14 +88,34 @@ testbed-rootfs: ## Register qemu-user-static with binfmt_misc and build the arm6
 	tests/tools/rootfs.sh arm64 >/dev/null
 	tests/tools/rootfs.sh armhf >/dev/null
 
-test-e2e: test-e2e-debian test-e2e-pypi ## End-to-end tests over SSH to test hosts (needs root): with Debian's ansible-core (pipelining off), then with ansible-core 2.19 from hack/requirements-dev.txt (pipelining on)
+# What the end-to-end passes need made first, once: the binaries, the arm hosts' root filesystems, just
+# and the venv (test-e2e runs both passes side by side, and neither may make them under the other).
+E2E_PREREQUISITES := build testbed-rootfs e2e-tools
+DEBIAN_ANSIBLE_CORE = $(shell dpkg-query -W -f '$${Version}' ansible-core 2>/dev/null | cut -d- -f1)
+PYPI_ANSIBLE_CORE = $(shell sed -n 's/^ansible-core==//p' hack/requirements-dev.txt)
 
-test-e2e-debian: build testbed-rootfs ## The end-to-end tests with Debian's ansible-core, pipelining off
-	just="$$(hack/just.sh)" && PATH="$$just:$$PATH" E2E_ANSIBLE_CORE="$$(dpkg-query -W -f '$${Version}' ansible-core | cut -d- -f1)" E2E_PIPELINING=false \
+test-e2e: $(E2E_PREREQUISITES) ## End-to-end tests over SSH to test hosts (needs root), two passes side by side, each line after its pass's name: Debian's ansible-core (pipelining off) and ansible-core 2.19 from hack/requirements-dev.txt (pipelining on)
+	logs="$$(mktemp -d /tmp/k3sf-e2e-XXXXXX)" && trap 'rm -rf "$$logs"' EXIT && \
+		tests/tools/sidebyside.sh "$$logs" "e2e $(DEBIAN_ANSIBLE_CORE)" "$(MAKE) --no-print-directory e2e-pass-debian" \
+			"e2e $(PYPI_ANSIBLE_CORE)" "$(MAKE) --no-print-directory e2e-pass-pypi"
+
+test-e2e-debian: $(E2E_PREREQUISITES) ## The end-to-end tests with Debian's ansible-core, pipelining off
+	@$(MAKE) --no-print-directory e2e-pass-debian
+
+test-e2e-pypi: $(E2E_PREREQUISITES) ## The end-to-end tests with ansible-core 2.19 from hack/requirements-dev.txt, pipelining on
+	@$(MAKE) --no-print-directory e2e-pass-pypi
+
+e2e-tools:
+	@hack/just.sh >/dev/null && hack/venv.sh >/dev/null
+
+# The passes themselves, without their prerequisites. The second takes test-bed slot 1
+# (tests/bed/testhosts/slot.go): other names, subnets and ports, so it can run beside the first.
+e2e-pass-debian:
+	just="$$(hack/just.sh)" && PATH="$$just:$$PATH" E2E_ANSIBLE_CORE="$(DEBIAN_ANSIBLE_CORE)" E2E_PIPELINING=false \
 		go test -tags e2e -count=1 -timeout 40m -v $(GOTESTFLAGS) ./tests/e2e/...
 
-test-e2e-pypi: build testbed-rootfs ## The end-to-end tests with ansible-core 2.19 from hack/requirements-dev.txt, pipelining on
-	venv="$$(hack/venv.sh)" && just="$$(hack/just.sh)" && PATH="$$venv/bin:$$just:$$PATH" E2E_ANSIBLE_CORE="$$(sed -n 's/^ansible-core==//p' hack/requirements-dev.txt)" E2E_PIPELINING=true \
+e2e-pass-pypi:
+	venv="$$(hack/venv.sh)" && just="$$(hack/just.sh)" && PATH="$$venv/bin:$$just:$$PATH" E2E_ANSIBLE_CORE="$(PYPI_ANSIBLE_CORE)" E2E_PIPELINING=true K3SF_BED_SLOT=1 \
 		go test -tags e2e -count=1 -timeout 40m -v $(GOTESTFLAGS) ./tests/e2e/...
 
 N ?= 3

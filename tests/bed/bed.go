@@ -167,7 +167,7 @@ func Up(ctx context.Context, opts Options) (b *Bed, err error) {
 			return b, fmt.Errorf("start Flux: %w", err)
 		}
 	}
-	fmt.Fprintf(os.Stderr, "test bed %s up in %s\n", opts.Name, time.Since(start).Round(100*time.Millisecond))
+	fmt.Fprintf(os.Stderr, "test bed %s up in %s\n", b.Hosts.Name, time.Since(start).Round(100*time.Millisecond))
 	return b, nil
 }
 

@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"strings"
 	"sync/atomic"
+	"syscall"
 )
 
 // Release is the output of make release, served on loopback the way users
@@ -36,22 +37,35 @@ type Release struct {
 
 var releaseTarball = regexp.MustCompile(`gitops-k3s_flux-(\d+\.\d+\.\d+)\.tar\.gz`)
 
-// BuildRelease runs make release in the tree at root and returns its output
-// (not yet served).
-func BuildRelease(root string) (*Release, error) {
-	// The fastest xz level: the same payloads and fetch as a release's (hack/release.sh).
-	cmd := exec.Command("make", "-C", root, "release")
-	cmd.Env = append(os.Environ(), "RELEASE_XZ_LEVEL=1")
-	out, err := cmd.CombinedOutput()
+// BuildRelease runs make release in the tree at root, into dir/release,
+// and returns its output (not yet served). Another test process's make
+// release waits for this one's (a lock in root/dist): make build, which
+// release runs, rewrites plugins/bin/SHA256SUMS, which release packs.
+func BuildRelease(root, dir string) (*Release, error) {
+	out := filepath.Join(dir, "release")
+	if err := os.MkdirAll(filepath.Join(root, "dist"), 0o755); err != nil {
+		return nil, err
+	}
+	lock, err := os.OpenFile(filepath.Join(root, "dist", ".release.lock"), os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
-		return nil, fmt.Errorf("make release: %w: %s", err, out)
+		return nil, err
 	}
-	dir := filepath.Join(root, "dist", "release")
-	m := releaseTarball.FindStringSubmatch(string(out))
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return nil, fmt.Errorf("lock %s: %w", lock.Name(), err)
+	}
+	// The fastest xz level: the same payloads and fetch as a release's (hack/release.sh).
+	cmd := exec.Command("make", "-C", root, "release", "RELEASE_DIR="+out)
+	cmd.Env = append(os.Environ(), "RELEASE_XZ_LEVEL=1")
+	log, err := cmd.CombinedOutput()
+	if err != nil {
+		return nil, fmt.Errorf("make release: %w: %s", err, log)
+	}
+	m := releaseTarball.FindStringSubmatch(string(log))
 	if m == nil {
-		return nil, fmt.Errorf("make release did not name the tarball: %s", out)
+		return nil, fmt.Errorf("make release did not name the tarball: %s", log)
 	}
-	return &Release{Dir: dir, Version: m[1], Tarball: filepath.Join(dir, m[0])}, nil
+	return &Release{Dir: out, Version: m[1], Tarball: filepath.Join(out, m[0])}, nil
 }
 
 // Serve starts the Galaxy stand-in and release file server on 127.0.0.1.

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/gitops-k3s-flux/k3s_flux/tests/bed/testhosts"
 )
 
 // Listening ports for the bed's servers come from below the kernel's
@@ -25,16 +27,23 @@ var ports struct {
 const firstPort = 20000
 
 // freePort is a loopback TCP port outside the ephemeral range that nothing
-// listens on and that this process has not handed out before.
+// listens on and that this process has not handed out before. It comes from
+// the share of the range that is this process's test-bed slot's
+// (testhosts.SlotEnv): another test process, in another slot, checks and
+// binds ports of its own, never one this process has just found free.
 func freePort() (int, error) {
-	last := ephemeralStart() - 1
+	slot, err := testhosts.Slot()
+	if err != nil {
+		return 0, err
+	}
+	first, last := slotPorts(firstPort, ephemeralStart()-1, slot, testhosts.Slots)
 	ports.Lock()
 	defer ports.Unlock()
 	if ports.given == nil {
 		ports.given = map[int]bool{}
 	}
 	for range 1000 {
-		port := firstPort + rand.IntN(last-firstPort+1)
+		port := first + rand.IntN(last-first+1)
 		if ports.given[port] {
 			continue
 		}
@@ -46,7 +55,14 @@ func freePort() (int, error) {
 		ports.given[port] = true
 		return port, nil
 	}
-	return 0, fmt.Errorf("no free loopback port in %d-%d", firstPort, last)
+	return 0, fmt.Errorf("no free loopback port in %d-%d", first, last)
+}
+
+// slotPorts is slot's share, first to last, of the ports from first to last
+// split among slots.
+func slotPorts(first, last, slot, slots int) (int, int) {
+	share := (last - first + 1) / slots
+	return first + slot*share, first + (slot+1)*share - 1
 }
 
 // ephemeralStart is the first port of net.ipv4.ip_local_port_range (32768

@@ -119,7 +119,8 @@ type serverNodes struct {
 	kubeconfig string // the admin kubeconfig of the cluster found, "" until then
 	caHash     string
 	kwokProc   *Process
-	server     *testhosts.Host // the server kwok talks to
+	server     *testhosts.Host                  // the server kwok talks to
+	clients    map[*testhosts.Host]serverClient // only loop's goroutine uses it
 	stopped    chan struct{}
 	done       chan struct{}
 }
@@ -132,7 +133,7 @@ func startServerNodes(dir string, hosts []*testhosts.Host) (*serverNodes, error)
 	if err := os.MkdirAll(filepath.Join(dir, "logs"), 0o700); err != nil {
 		return nil, err
 	}
-	s := &serverNodes{dir: dir, kwok: kwok, hosts: hosts, stopped: make(chan struct{}), done: make(chan struct{})}
+	s := &serverNodes{dir: dir, kwok: kwok, hosts: hosts, clients: map[*testhosts.Host]serverClient{}, stopped: make(chan struct{}), done: make(chan struct{})}
 	go s.loop()
 	return s, nil
 }
@@ -155,39 +156,34 @@ func (s *serverNodes) loop() {
 
 var nodeNameKey = regexp.MustCompile(`(?m)^node-name:\s*["']?([^"'\s]+)`)
 
+// hostFiles is what register reads of a host in one exec: its admin
+// kubeconfig, then, after the marker, its k3s config and drop-ins.
+const hostFiles = "cat /etc/rancher/k3s/k3s.yaml 2>/dev/null; echo '#--- k3s config'; cat /etc/rancher/k3s/config.yaml /etc/rancher/k3s/config.yaml.d/*.yaml 2>/dev/null; true"
+
 // register makes h's Node once its server answers.
 func (s *serverNodes) register(h *testhosts.Host) error {
-	raw, err := h.Exec("cat /etc/rancher/k3s/k3s.yaml 2>/dev/null || true")
-	if err != nil || strings.TrimSpace(raw) == "" {
+	raw, err := h.Exec(hostFiles)
+	if err != nil {
+		return err
+	}
+	kubeconfig, configs, _ := strings.Cut(raw, "#--- k3s config")
+	if strings.TrimSpace(kubeconfig) == "" {
 		return errors.New("no kubeconfig yet")
 	}
-	cfg, err := clientcmd.Load([]byte(raw))
-	if err != nil {
-		return err
-	}
-	var ca []byte
-	for _, c := range cfg.Clusters {
-		c.Server = "https://" + net.JoinHostPort(h.Addr, "6443")
-		ca = c.CertificateAuthorityData
-	}
-	rest, err := clientcmd.NewDefaultClientConfig(*cfg, nil).ClientConfig()
-	if err != nil {
-		return err
-	}
-	rest.Timeout = 5 * time.Second
-	kc, err := kubernetes.NewForConfig(rest)
+	kc, cfg, ca, err := s.client(h, kubeconfig)
 	if err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if _, err := kc.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx); err != nil {
+		// A new connection next round: this one may lead nowhere now.
+		delete(s.clients, h)
 		return err
 	}
 	if err := s.attach(h, cfg, ca); err != nil {
 		return err
 	}
-	configs, _ := h.Exec("cat /etc/rancher/k3s/config.yaml /etc/rancher/k3s/config.yaml.d/*.yaml 2>/dev/null || true")
 	name := h.Name
 	if m := nodeNameKey.FindAllStringSubmatch(configs, -1); len(m) > 0 {
 		name = m[len(m)-1][1]
@@ -229,6 +225,43 @@ func (s *serverNodes) register(h *testhosts.Host) error {
 	return err
 }
 
+// client is a client of h's server from its admin kubeconfig, kept while
+// the kubeconfig stays the same: one connection, not a TLS handshake every
+// round.
+func (s *serverNodes) client(h *testhosts.Host, kubeconfig string) (*kubernetes.Clientset, *clientcmdapi.Config, []byte, error) {
+	if c, ok := s.clients[h]; ok && c.kubeconfig == kubeconfig {
+		return c.kc, c.cfg, c.ca, nil
+	}
+	cfg, err := clientcmd.Load([]byte(kubeconfig))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	var ca []byte
+	for _, c := range cfg.Clusters {
+		c.Server = "https://" + net.JoinHostPort(h.Addr, "6443")
+		ca = c.CertificateAuthorityData
+	}
+	rest, err := clientcmd.NewDefaultClientConfig(*cfg, nil).ClientConfig()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	rest.Timeout = 5 * time.Second
+	kc, err := kubernetes.NewForConfig(rest)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	s.clients[h] = serverClient{kubeconfig: kubeconfig, kc: kc, cfg: cfg, ca: ca}
+	return kc, cfg, ca, nil
+}
+
+// serverClient is a server's client and what it was made from.
+type serverClient struct {
+	kubeconfig string
+	kc         *kubernetes.Clientset
+	cfg        *clientcmdapi.Config
+	ca         []byte
+}
+
 // attach points kwok (and the bed's Kubeconfig) at the server h of the
 // cluster whose CA is ca, unless they are at a server of it that answers.
 func (s *serverNodes) attach(h *testhosts.Host, cfg *clientcmdapi.Config, ca []byte) error {
@@ -236,7 +269,8 @@ func (s *serverNodes) attach(h *testhosts.Host, cfg *clientcmdapi.Config, ca []b
 	hash := hex.EncodeToString(sum[:])
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if hash == s.caHash && s.kwokProc != nil && s.serverAnswers() {
+	// h has just answered; another server kwok talks to is asked.
+	if hash == s.caHash && s.kwokProc != nil && (s.server == h || s.serverAnswers()) {
 		return nil
 	}
 	path := filepath.Join(s.dir, "kubeconfig")
@@ -335,7 +369,7 @@ func (b *Bed) upReal(ctx context.Context, opts Options, start time.Time) error {
 	if b.nodes, err = startServerNodes(filepath.Join(opts.Dir, "cluster"), servers); err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "test bed %s up in %s (real k3s %s)\n", opts.Name, time.Since(start).Round(100*time.Millisecond), b.Real.Version)
+	fmt.Fprintf(os.Stderr, "test bed %s up in %s (real k3s %s)\n", b.Hosts.Name, time.Since(start).Round(100*time.Millisecond), b.Real.Version)
 	_ = ctx
 	return nil
 }

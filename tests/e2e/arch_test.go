@@ -69,7 +69,7 @@ func TestArmNodes(t *testing.T) {
 		for _, h := range []*testhosts.Host{node2, node3} {
 			cfg, err := h.Exec("cat /etc/rancher/k3s/config.yaml && systemctl is-active k3s-agent")
 			require.NoError(t, err)
-			assert.Contains(t, cfg, "server: https://10.213.11.11:6443", h.Name)
+			assert.Contains(t, cfg, "server: https://"+b.Hosts.Host("node1").Addr+":6443", h.Name)
 			assert.Contains(t, cfg, "active\n", h.Name)
 		}
 	})

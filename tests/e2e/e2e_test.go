@@ -89,7 +89,7 @@ func installRelease(root string) (string, error) {
 		return "", err
 	}
 	installed.dir = dir
-	r, err := bed.BuildRelease(root)
+	r, err := bed.BuildRelease(root, dir)
 	if err != nil {
 		return "", err
 	}

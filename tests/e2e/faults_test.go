@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -70,7 +71,7 @@ func TestNodeLostMidPlay(t *testing.T) {
 		// node since the host's first task): its ssh exits 255 with the args sent on its stdin,
 		// which Ansible reports as data that could not be sent. Each still UNREACHABLE (as for a
 		// Python module).
-		assert.Regexp(t, `fatal: \[node3\]: UNREACHABLE! => .*"msg": "(Task failed: )?(Failed to connect to the host via ssh|Timeout \(\d+s\) waiting for privilege escalation prompt|Data could not be sent to remote host \\"10\.213\.9\.13\\"\. Make sure this host can be reached over ssh)`, output)
+		assert.Regexp(t, `fatal: \[node3\]: UNREACHABLE! => .*"msg": "(Task failed: )?(Failed to connect to the host via ssh|Timeout \(\d+s\) waiting for privilege escalation prompt|Data could not be sent to remote host \\"`+regexp.QuoteMeta(node3.Addr)+`\\"\. Make sure this host can be reached over ssh)`, output)
 		for _, h := range []string{"node1", "node2"} {
 			assert.Equal(t, 0, r.recap[h]["failed"]+r.recap[h]["unreachable"], "%s completes: %s", h, output)
 		}

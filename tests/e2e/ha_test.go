@@ -222,7 +222,7 @@ func TestHAPlay(t *testing.T) {
 		for _, h := range []string{"node2", "node3"} {
 			cfg, err := b.Hosts.Host(h).Exec("cat /etc/rancher/k3s/config.yaml")
 			require.NoError(t, err)
-			assert.Contains(t, cfg, "server: https://10.213.8.11:6443", h)
+			assert.Contains(t, cfg, "server: https://"+b.Hosts.Host("node1").Addr+":6443", h)
 			assert.NotContains(t, cfg, "cluster-init", h)
 		}
 		assert.Contains(t, r.output, "node4 Ready <none>")

@@ -104,12 +104,12 @@ const registriesPlay = `
               password: "{{ registry_password }}"
 `
 
-func nodeConfig(node2Zone, misspelt string) map[string]any {
+func nodeConfig(node1Addr, node2Zone, misspelt string) map[string]any {
 	worker := func(zone string) map[string]any {
 		return map[string]any{"node-label": []string{"zone=" + zone}, "kubelet-arg": []string{"max-pods=150"}}
 	}
 	cfg := map[string]any{
-		"node1": map[string]any{"write-kubeconfig-mode": "0600", "tls-san": []string{"k8s.test", "10.213.1.11"},
+		"node1": map[string]any{"write-kubeconfig-mode": "0600", "tls-san": []string{"k8s.test", node1Addr},
 			"agent-token": e2eAgentToken, "disable": "traefik,servicelb", "node-label": []string{"zone=a"}},
 		"node2": worker(node2Zone),
 		"node3": worker("c"),
@@ -153,10 +153,10 @@ func TestK3sConfigOverSSH(t *testing.T) {
 	require.NoError(t, os.WriteFile(playbook, []byte(k3sConfigPlay), 0o644))
 	vars := func(name string, cfg map[string]any) string {
 		path := filepath.Join(dir, name)
-		writeJSON(t, path, map[string]any{"k3s_token": e2eToken, "k3s_server_url": "https://10.213.1.11:6443", "k3s_node_config": cfg})
+		writeJSON(t, path, map[string]any{"k3s_token": e2eToken, "k3s_server_url": "https://" + bed.Host("node1").Addr + ":6443", "k3s_node_config": cfg})
 		return "@" + path
 	}
-	initial := vars("initial.json", nodeConfig("b", ""))
+	initial := vars("initial.json", nodeConfig(bed.Host("node1").Addr, "b", ""))
 	var outputs []string
 	play := func(args ...string) playResult {
 		r := c.play(t, append([]string{"-vvv", "-i", bed.Inventory, playbook}, args...)...)
@@ -186,7 +186,7 @@ func TestK3sConfigOverSSH(t *testing.T) {
 		assert.Contains(t, server, "disable:\n  - traefik\n  - servicelb\n")
 		agent, err := bed.Host("node2").Exec("cat /etc/rancher/k3s/config.yaml")
 		require.NoError(t, err)
-		assert.Contains(t, agent, "server: https://10.213.1.11:6443\n")
+		assert.Contains(t, agent, "server: https://"+bed.Host("node1").Addr+":6443\n")
 		assert.Contains(t, agent, "  - zone=b\n")
 		assert.NotContains(t, agent, "cluster-init")
 	})
@@ -198,7 +198,7 @@ func TestK3sConfigOverSSH(t *testing.T) {
 		t.Logf("one k3s_config task over SSH on 3 hosts, no-op, whole ansible-playbook run: %s", r.duration.Round(10e6))
 	})
 
-	changedLabel := vars("changed.json", nodeConfig("z", ""))
+	changedLabel := vars("changed.json", nodeConfig(bed.Host("node1").Addr, "z", ""))
 	t.Run("check diff shows the change, redacts the token, writes nothing", func(t *testing.T) {
 		before := sums()
 		r := play("-e", changedLabel, "--check", "--diff")
@@ -220,7 +220,7 @@ func TestK3sConfigOverSSH(t *testing.T) {
 
 	t.Run("bad input fails clearly and changes nothing", func(t *testing.T) {
 		before := sums()
-		r := play("-e", vars("bad.json", nodeConfig("z", "node-lable")))
+		r := play("-e", vars("bad.json", nodeConfig(bed.Host("node1").Addr, "z", "node-lable")))
 		require.Error(t, r.err)
 		assert.Contains(t, r.output, "config.node-lable is not a k3s agent flag; did you mean node-label?")
 		assert.Equal(t, 1, r.recap["node3"]["failed"])

@@ -151,7 +151,7 @@ func TestBootstrapPlay(t *testing.T) {
 		assert.Equal(t, os.FileMode(0o600), info.Mode().Perm())
 		cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 		require.NoError(t, err)
-		assert.Equal(t, "https://10.213.7.11:6443", cfg.Host, "server rewritten to the first controller")
+		assert.Equal(t, "https://"+b.Hosts.Host("node1").Addr+":6443", cfg.Host, "server rewritten to the first controller")
 		fetched, err := kubernetes.NewForConfig(cfg)
 		require.NoError(t, err)
 		nodes, err := fetched.CoreV1().Nodes().List(ctx, metav1.ListOptions{})

@@ -46,7 +46,7 @@ func TestPrepareBehindProxy(t *testing.T) {
 		asked := strings.Join(b.Proxy.Asked(), "\n")
 		assert.Equal(t, 2, strings.Count(asked, b.K3s.InstallURL), asked)
 		assert.Equal(t, 2, strings.Count(asked, b.K3s.BinaryURL), asked)
-		const noProxy = ".home.arpa,localhost,127.0.0.1,::1,.svc,.cluster.local,10.42.0.0/16,10.43.0.0/16,10.213.17.11,10.213.17.12,node1,node2"
+		noProxy := ".home.arpa,localhost,127.0.0.1,::1,.svc,.cluster.local,10.42.0.0/16,10.43.0.0/16," + b.Hosts.Host("node1").Addr + "," + b.Hosts.Host("node2").Addr + ",node1,node2"
 		for host, unit := range map[string]string{"node1": "k3s", "node2": "k3s-agent"} {
 			h := b.Hosts.Host(host)
 			env, err := h.Exec("stat -c %a /etc/systemd/system/" + unit + ".service.env && cat /etc/systemd/system/" + unit + ".service.env")

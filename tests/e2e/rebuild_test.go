@@ -60,7 +60,7 @@ func testRebuildFirst(t *testing.T, b *bed.Bed, vars map[string]any, version str
 		assert.NotContains(t, r.output, secret)
 		cfg, err := node1.Exec("cat /etc/rancher/k3s/config.yaml")
 		require.NoError(t, err)
-		assert.Contains(t, cfg, "server: https://10.213.8.12:6443", "joined node2, the first running controller")
+		assert.Contains(t, cfg, "server: https://"+b.Hosts.Host("node2").Addr+":6443", "joined node2, the first running controller")
 		assert.NotContains(t, cfg, "cluster-init")
 		after := members()
 		assert.Equal(t, []string{"node1", "node2", "node3"}, slices.Sorted(maps.Keys(after)), "one cluster, its members as before")

@@ -80,13 +80,14 @@ func TestVIPJoinsAgentsThroughTheAddress(t *testing.T) {
 	t.Parallel()
 	c := installCollection(t)
 	b := bed.Start(t, bed.Options{Name: "k3sfv", Subnet: "10.213.20", Controllers: 1, Workers: 1})
-	const vip = "10.213.20.100"
+	// On the test network, which the bed names (testhosts.SlotEnv moves it).
+	vip := strings.TrimSuffix(b.Hosts.BridgeAddr, ".1") + ".100"
 	dir := t.TempDir()
 
 	t.Run("bad address", func(t *testing.T) {
-		r := c.play(t, clusterPlayArgs(t, c, b, dir, map[string]any{"k8s_cluster_api_vip": "10.213.20.100", "k8s_cluster_api_vip_interface": ""})...)
+		r := c.play(t, clusterPlayArgs(t, c, b, dir, map[string]any{"k8s_cluster_api_vip": vip, "k8s_cluster_api_vip_interface": ""})...)
 		require.Error(t, r.err)
-		assert.Contains(t, strings.Join(strings.Fields(r.output), " "), `k8s_cluster_api_vip_interface must name the network interface of the servers that kube-vip puts 10.213.20.100 on (eth0, end0, ...), got \"\"; nothing was changed.`)
+		assert.Contains(t, strings.Join(strings.Fields(r.output), " "), `k8s_cluster_api_vip_interface must name the network interface of the servers that kube-vip puts `+vip+` on (eth0, end0, ...), got \"\"; nothing was changed.`)
 		_, err := b.Hosts.Host("node1").Exec("test ! -e /etc/rancher/k3s/config.yaml")
 		assert.NoError(t, err)
 	})

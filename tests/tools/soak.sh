@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # make soak N=3: the integration and end-to-end tiers N times in a row, then each test's runs,
 # passes, failures and durations, for finding tests that fail now and then. Not part of make test.
-# The e2e tier runs twice a round (both ansible-cores), so its tests count two runs a round.
+# The e2e tier runs twice a round (both ansible-cores, side by side), so its tests count two runs a round.
 # LOADED=1 (make soak LOADED=1): under load, as a busy CI machine is: a CPU hog on one of the two
 # cores and a writer that fsyncs 64 MiB over and over, both started here, bounded by the soak's
 # rounds (an hour each at most), and stopped by their PIDs when it ends.

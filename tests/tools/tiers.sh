@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # make test: every tier in turn, each run even when an earlier one failed (a failure must not hide
 # what else is wrong), its output shown as it comes, then one summary: tier, result, tests passed
-# and failed, seconds. Exits non-zero when any tier failed.
+# and failed, seconds. Exits non-zero when any tier failed. The two end-to-end passes run side by
+# side (tests/tools/sidebyside.sh: each line after its pass's name; the second pass in test-bed slot
+# 1, tests/bed/testhosts/slot.go), once the test bed tier has made what both need.
 #
 # Counted: go test's `--- PASS` and `--- FAIL` lines (tests and subtests: the go tiers run with -v),
 # Python unittest's `Ran N tests` (less its failures and errors), and a tier that counts nothing
@@ -13,15 +15,14 @@ cd "$root" || exit 1
 logs="$(mktemp -d /tmp/k3sf-tiers-XXXXXX)"
 trap 'rm -rf "$logs"' EXIT
 
-# tier name, then the make targets and variables that run it.
+# tier name, then the make targets and variables that run it; ";;" between tiers that run side by side.
 tiers=(
   "lint|lint"
   "sanity|test-sanity"
-  "test bed|testbed-bin testbed-rootfs build"
+  "test bed|testbed-bin testbed-rootfs build e2e-tools"
   "unit|test-unit GOTESTFLAGS=-v"
   "integration|test-integration GOTESTFLAGS=-v"
-  "e2e ansible-core $(dpkg-query -W -f '${Version}' ansible-core 2>/dev/null | cut -d- -f1)|test-e2e-debian"
-  "e2e ansible-core $(sed -n 's/^ansible-core==//p' hack/requirements-dev.txt)|test-e2e-pypi"
+  "e2e ansible-core $(dpkg-query -W -f '${Version}' ansible-core 2>/dev/null | cut -d- -f1)|e2e-pass-debian;;e2e ansible-core $(sed -n 's/^ansible-core==//p' hack/requirements-dev.txt)|e2e-pass-pypi"
   "molecule|test-molecule"
 )
 
@@ -45,25 +46,37 @@ summary=()
 total_passed=0
 total_failed=0
 failed_tiers=0
+step=0
 for entry in "${tiers[@]}"; do
-  name="${entry%%|*}"
-  read -r -a targets <<<"${entry#*|}"
-  log="$logs/${#summary[@]}.log"
-  echo "=== tier: $name (make ${targets[*]})"
-  start=$SECONDS
-  make --no-print-directory "${targets[@]}" 2>&1 | tee "$log"
-  rc=${PIPESTATUS[0]}
-  seconds=$((SECONDS - start))
-  read -r passed failed < <(count "$log" "$rc")
-  result=ok
-  if [ "$rc" -ne 0 ]; then
-    result=FAILED
-    failed_tiers=$((failed_tiers + 1))
-  fi
-  echo "=== tier: $name: $result in $seconds s ($passed passed, $failed failed)"
-  summary+=("$(printf '%-28s %-7s %7d %7d %8d' "$name" "$result" "$passed" "$failed" "$seconds")")
-  total_passed=$((total_passed + passed))
-  total_failed=$((total_failed + failed))
+  # The tiers of this step, side by side when more than one.
+  names=()
+  commands=()
+  rest="$entry;;"
+  while [ -n "$rest" ]; do
+    tier="${rest%%;;*}"
+    rest="${rest#*;;}"
+    names+=("${tier%%|*}")
+    commands+=("${names[-1]}" "make --no-print-directory ${tier#*|}")
+    echo "=== tier: ${names[-1]} (make ${tier#*|})"
+  done
+  dir="$logs/$step"
+  step=$((step + 1))
+  tests/tools/sidebyside.sh "$dir" "${commands[@]}"
+  for i in "${!names[@]}"; do
+    name="${names[$i]}"
+    rc="$(cat "$dir/$i.rc" 2>/dev/null || echo 1)"
+    seconds="$(cat "$dir/$i.seconds" 2>/dev/null || echo 0)"
+    read -r passed failed < <(count "$dir/$i.log" "$rc")
+    result=ok
+    if [ "$rc" -ne 0 ]; then
+      result=FAILED
+      failed_tiers=$((failed_tiers + 1))
+    fi
+    echo "=== tier: $name: $result in $seconds s ($passed passed, $failed failed)"
+    summary+=("$(printf '%-28s %-7s %7d %7d %8d' "$name" "$result" "$passed" "$failed" "$seconds")")
+    total_passed=$((total_passed + passed))
+    total_failed=$((total_failed + failed))
+  done
 done
 
 echo

@@ -130,11 +130,18 @@ func (o *Options) defaults() error {
 	if o.Name == "" {
 		o.Name = DefaultName
 	}
-	if len(o.Name) > 6 {
-		return fmt.Errorf("test bed name %q is longer than 6 characters (interface names are limited to 15)", o.Name)
-	}
 	if o.Subnet == "" {
 		o.Subnet = DefaultSubnet
+	}
+	slot, err := Slot()
+	if err != nil {
+		return err
+	}
+	if o.Name, o.Subnet, err = slotted(o.Name, o.Subnet, slot); err != nil {
+		return err
+	}
+	if len(o.Name) > 6 {
+		return fmt.Errorf("test bed name %q is longer than 6 characters (interface names are limited to 15)", o.Name)
 	}
 	if o.Dir == "" {
 		o.Dir = filepath.Join(os.TempDir(), o.Name+"-testbed")

@@ -1,0 +1,53 @@
+package testhosts
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// SlotEnv gives a test process its slot, so that two of them can run their
+// test beds at once (make test-e2e runs the two ansible-core passes side by
+// side): slot N > 0 appends N to every bed's name (its namespaces,
+// interfaces) and moves its subnet's third octet up by 100×N; the bed's
+// loopback ports come from the slot's own share of the range (bed.freePort).
+// Unset or 0: the names and subnets the tests give.
+const SlotEnv = "K3SF_BED_SLOT"
+
+// Slots is how many test processes can run beds at once.
+const Slots = 3
+
+// Slot is this process's slot, from SlotEnv (0 when unset).
+func Slot() (int, error) {
+	raw := strings.TrimSpace(os.Getenv(SlotEnv))
+	if raw == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(raw)
+	if err != nil || n < 0 || n >= Slots {
+		return 0, fmt.Errorf("%s=%q: expected a number from 0 to %d", SlotEnv, raw, Slots-1)
+	}
+	return n, nil
+}
+
+// slotted is a bed's name and subnet in slot n.
+func slotted(name, subnet string, n int) (string, string, error) {
+	if n == 0 {
+		return name, subnet, nil
+	}
+	prefix, third, ok := cutLast(subnet, ".")
+	octet, err := strconv.Atoi(third)
+	if !ok || err != nil || octet+100*n > 255 {
+		return "", "", fmt.Errorf("test bed subnet %q cannot move up by %d in slot %d (%s): expected three octets, the third at most %d", subnet, 100*n, n, SlotEnv, 255-100*n)
+	}
+	return name + strconv.Itoa(n), prefix + "." + strconv.Itoa(octet+100*n), nil
+}
+
+func cutLast(s, sep string) (before, after string, found bool) {
+	i := strings.LastIndex(s, sep)
+	if i < 0 {
+		return s, "", false
+	}
+	return s[:i], s[i+len(sep):], true
+}
