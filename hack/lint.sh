@@ -11,6 +11,21 @@ source tests/bed/versions.env
 tests/tools/build.sh staticcheck goimports >/dev/null
 bin="$cache/bin"
 
+# hack/release.sh packs every tracked file into the Galaxy tarball (at most 20 MB): a binary built
+# in the tree (go build ./tests/bed/k3sstandin drops k3sstandin there) must never be committed.
+echo "lint: no executable binary tracked"
+binaries="$(git ls-files -z | python3 -c '
+import os, sys
+for f in sys.stdin.read().split("\0"):
+    if f and os.path.isfile(f) and open(f, "rb").read(4) == b"\x7fELF":
+        print(f)
+')"
+if [ -n "$binaries" ]; then
+  echo "ELF binaries are tracked (git rm --cached them; build output belongs in plugins/bin or the cache):" >&2
+  echo "$binaries" >&2
+  exit 1
+fi
+
 echo "lint: goimports"
 unformatted="$(git ls-files -z '*.go' | xargs -0 "$bin/goimports-v$GOIMPORTS_VERSION/goimports" -l -local github.com/gitops-k3s-flux/k3s_flux)"
 if [ -n "$unformatted" ]; then

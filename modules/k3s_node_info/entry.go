@@ -1,6 +1,6 @@
 // Package k3snodeinfo is module k3s_node_info: it reads k3s on a node (its
 // version, its units, and on a server the node token and admin kubeconfig)
-// and checks the host before an install. Binary cmd/k3s_node_info serves it.
+// and checks the host before an install. Binary cmd/k3s_node serves it.
 package k3snodeinfo
 
 import (

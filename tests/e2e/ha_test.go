@@ -196,6 +196,12 @@ func TestHAPlay(t *testing.T) {
 	})
 
 	t.Run("converge", func(t *testing.T) {
+		// A config written before k3s, as k3s's docs allow, naming a server that runs no k3s
+		// (another cluster's, or a plan): node1 has joined nothing and starts the cluster.
+		_, err := b.Hosts.Host("node1").Exec("mkdir -p /etc/rancher/k3s")
+		require.NoError(t, err)
+		require.NoError(t, b.Hosts.Host("node1").WriteFile("/etc/rancher/k3s/config.yaml",
+			[]byte("server: https://"+b.Hosts.Host("node2").Addr+":6443\nnode-label:\n  - written=before\n"), 0o600))
 		r := play(vars)
 		require.NoError(t, r.err, r.output)
 		t.Logf("HA converge: %s", r.duration.Round(100*time.Millisecond))
@@ -219,6 +225,7 @@ func TestHAPlay(t *testing.T) {
 		cfg, err := b.Hosts.Host("node1").Exec("cat /etc/rancher/k3s/config.yaml")
 		require.NoError(t, err)
 		assert.Contains(t, cfg, "cluster-init: true")
+		assert.NotContains(t, cfg, "server:", "the config written before k3s joined nothing")
 		for _, h := range []string{"node2", "node3"} {
 			cfg, err := b.Hosts.Host(h).Exec("cat /etc/rancher/k3s/config.yaml")
 			require.NoError(t, err)
