@@ -71,7 +71,7 @@ func Sidecar(m *ansible.Module) ([]byte, error) {
 		Documentation: documentation{
 			Module:           m.Name,
 			ShortDescription: m.ShortDescription,
-			VersionAdded:     "1.0.0",
+			VersionAdded:     "0.1.0", // the collection's first release (galaxy.yml)
 			Description:      m.Description,
 			Author:           m.Author,
 			Options:          docOptions(m.Spec.Options),
