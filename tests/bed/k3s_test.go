@@ -139,8 +139,13 @@ func TestK3sStandIn(t *testing.T) {
 		require.NoError(t, err)
 		assert.Less(t, time.Since(start), 5*time.Second)
 		assert.Equal(t, "ActiveState=activating SubState=start", unitState())
+		// A stop during the start, maybe before k3s's pid is known, stops k3s at once, as
+		// systemd's stop job does (the stand-in's own last resort, SIGKILL, comes after 10 s).
+		start = time.Now()
 		_, err = agent.Exec("systemctl stop k3s-agent")
 		require.NoError(t, err)
+		assert.Less(t, time.Since(start), 5*time.Second)
+		assert.Equal(t, "ActiveState=inactive SubState=dead", unitState())
 	})
 
 	t.Run("a token given to the install script stays in the unit's environment file", func(t *testing.T) {
@@ -217,6 +222,21 @@ func TestK3sStandIn(t *testing.T) {
 		active, err := agent.Exec("systemctl is-active k3s-agent")
 		require.NoError(t, err)
 		assert.Equal(t, "active\n", active)
+	})
+
+	// systemd binds a unit's notify socket before it starts the unit, so a READY=1 sent at once
+	// is never lost. The stand-in's listener is a process of its own: here it binds a second
+	// late, and the socket file of the listener before it (killed by the restart) is still there.
+	t.Run("a restart is reported ready however late the notify socket is bound", func(t *testing.T) {
+		const unitrun = testhosts.MachineDir + "/unitrun"
+		_, err := agent.Exec("mv " + unitrun + " " + unitrun + ".real && printf '%s\\n' '#!/bin/sh' '[ \"$1\" = listen ] && sleep 1' 'exec " +
+			unitrun + ".real \"$@\"' >" + unitrun + " && chmod 755 " + unitrun)
+		require.NoError(t, err)
+		t.Cleanup(func() { _, _ = agent.Exec("mv " + unitrun + ".real " + unitrun) })
+		out, err := agent.Exec("timeout 20 systemctl restart k3s-agent; echo exit=$?")
+		require.NoError(t, err)
+		assert.Equal(t, "exit=0\n", out, "a blocking restart returns once k3s reported ready")
+		assert.Equal(t, "ActiveState=active SubState=running", unitState())
 	})
 
 	// A re-flashed host that keeps its name has a new node password: the server refuses it for

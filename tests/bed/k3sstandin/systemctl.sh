@@ -57,8 +57,8 @@ journal() { echo "$(date +%s) $*" >>"$log"; }
 # written (journalctl --since reads it); mawk reads its input a line at a
 # time only when interactive.
 supervise() {
-  trap 'stopping=true; if alive "$main"; then kill "$(cat "$main")"; fi' TERM
-  stopping=false
+  trap 'stopping=true; if alive "$main"; then kill "$(cat "$main")"; killed=true; fi' TERM
+  stopping=false; killed=false
   echo 0 >"$restarts"
   while :; do
     echo "activating start" >"$state"
@@ -70,6 +70,10 @@ supervise() {
       mkdir -p /etc/rancher/k3s/config.yaml.d
       cp "$MACHINE/k3s-testbed.yaml" /etc/rancher/k3s/config.yaml.d/99-testbed.yaml
     fi
+    # systemd binds the notify socket before the unit starts: k3s's READY=1 is never lost. The
+    # last listener's socket file outlives it, so it goes first, and k3s starts only once the
+    # new listener has bound its own.
+    rm -f "$notify"
     "$UNITRUN" listen "$notify" "$ready" </dev/null >/dev/null 2>&1 &
     listener=$!
     while [ ! -S "$notify" ] && kill -0 "$listener" 2>/dev/null; do sleep 0.01; done
@@ -80,6 +84,8 @@ supervise() {
     while [ ! -s "$main" ]; do sleep 0.05; done
     up=false
     while alive "$main"; do
+      # A stop that came before k3s's pid was written: systemd stops it all the same.
+      if [ "$stopping" = true ] && [ "$killed" = false ]; then kill "$(cat "$main")"; killed=true; fi
       if [ "$up" = false ] && [ -f "$ready" ]; then
         echo "active running" >"$state"; up=true
         journal "Started $unit.service - Lightweight Kubernetes."
