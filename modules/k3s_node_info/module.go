@@ -34,6 +34,11 @@ var module = &ansible.Module{
 				Description: []string{"The C(node-name) the node's k3s config will set; empty: none. Only read to compute the returned C(node_name)."}},
 			{Name: "with_node_id", Type: ansible.TypeBool, Default: false,
 				Description: []string{"The node's k3s config will set C(with-node-id). Only read to compute the returned C(node_name)."}},
+			{Name: "certificate_warning_days", Type: ansible.TypeInt, Default: 0,
+				Description: []string{
+					"Read k3s's certificates on the node (every C(*.crt) under C(<data_dir>/server/tls) and C(<data_dir>/agent), each certificate of a chain, and the client certificate of C(kubeconfig_path)) and warn when the earliest expires within this many days, or has expired, saying when and how to renew it: k3s renews a server's certificates when it starts within 120 days of their expiry, an agent's at every start. Returned as C(certificates). 0: not read.",
+					"A file there that holds no certificate fails the task, naming it.",
+				}},
 			{Name: "preflight", Type: ansible.TypeDict,
 				Description: []string{
 					"Check, changing nothing, that the host is ready for k3s as this role: the memory cgroup controller (cgroup v2 or v1); the kernel modules C(overlay), C(br_netfilter) and, for flannel's vxlan backend, C(vxlan), each loaded, built in or loadable; a sysctl file that turns IPv4 forwarding off (a warning: k3s turns it on when it starts, a later C(sysctl --system) off again); swap (a warning); the tools k3s's install script needs (systemd or OpenRC, curl or wget unless airgap, sha256sum); free space under C(data_dir) (an error under 1 GiB, a warning under 4 GiB); the ports k3s listens on (the API port and 10250, and 2379-2380 with embedded etcd) not taken by another process; with ufw or firewalld active, what k3s needs from the other nodes and from the pod and service networks let in (as module k3s_firewall opens it; the fix lists the commands); the node's clock within 5 seconds of the Ansible controller's (certificates and etcd need agreeing clocks: the action plugin compares them, the time the module took counted in the node's favour).",
@@ -77,6 +82,8 @@ var module = &ansible.Module{
 				"k3s-agent": map[string]any{"loaded": false, "enabled": false, "active": false, "active_state": "inactive", "sub_state": "dead", "restarts": 0}}},
 		{Name: "token", Description: []string{"The node token. A secret."}, Returned: "when return_token is true", Type: "str", Sample: "K10<sha256>::server:<secret>"},
 		{Name: "kubeconfig", Description: []string{"The admin kubeconfig's content. A secret."}, Returned: "when return_kubeconfig is true", Type: "str", Sample: "apiVersion: v1\nclusters: ..."},
+		{Name: "certificates", Description: []string{"k3s's certificates on the node: C(count), how many were read, and C(earliest), the one that expires first: its C(path), C(subject) (common name), C(not_after) (RFC 3339, UTC) and C(days_left) (whole days, negative once expired). Without k3s, C(count) 0 and no C(earliest)."}, Returned: "when certificate_warning_days is above 0", Type: "dict",
+			Sample: map[string]any{"count": 31, "earliest": map[string]any{"path": "/var/lib/rancher/k3s/server/tls/client-admin.crt", "subject": "system:admin", "not_after": "2027-12-06T10:00:00Z", "days_left": 364}}},
 		{Name: "node_time", Description: []string{"The node's clock when the checks ran, in seconds since the epoch: the action plugin compares it with the controller's (the C(clock) finding)."}, Returned: "when preflight is set", Type: "float", Sample: 1796428800.25},
 		{Name: "firewall", Description: []string{"The active host firewall, C(ufw), C(firewalld) or C(none), as module k3s_firewall reads it."}, Returned: "when preflight is set", Type: "str", Sample: "none"},
 		{Name: "preflight", Description: []string{"What the host lacks for k3s: each finding's C(check), C(severity) (C(error): k3s would not work; C(warning)), what was C(seen) and the C(fix); the C(clock) finding also its C(round_trip), the seconds the read took, by which the node's real offset may exceed the one seen. Empty when the host is ready."}, Returned: "when preflight is set", Type: "list",
@@ -91,6 +98,7 @@ type args struct {
 	KubeconfigPath   string         `json:"kubeconfig_path"`
 	NodeName         string         `json:"node_name"`
 	WithNodeID       bool           `json:"with_node_id"`
+	CertWarningDays  int            `json:"certificate_warning_days"`
 	Preflight        *preflightArgs `json:"preflight"`
 }
 

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -17,6 +18,7 @@ import (
 	"github.com/gitops-k3s-flux/k3s_flux/internal/k3sconfig"
 	"github.com/gitops-k3s-flux/k3s_flux/internal/k3snode"
 	"github.com/gitops-k3s-flux/k3s_flux/internal/preflight"
+	"github.com/gitops-k3s-flux/k3s_flux/tests/bed/pki"
 )
 
 const testToken = "K10cafe::server:node-token-secret-4242"
@@ -107,6 +109,53 @@ func TestInfo(t *testing.T) {
 	res, code = runInfo(map[string]any{"return_kubeconfig": true, "kubeconfig_path": "/nonexistent/k3s.yaml"})
 	assert.Equal(t, 1, code)
 	assert.Contains(t, res["msg"], "read the kubeconfig ")
+}
+
+// certificate_warning_days reads k3s's certificates and warns about the
+// earliest when it expires within that many days; 0 reads none.
+func TestCertificateWarning(t *testing.T) {
+	dir := t.TempDir()
+	where := k3snode.Paths{BinDir: dir, DataDir: filepath.Join(dir, "data"), Kubeconfig: filepath.Join(dir, "k3s.yaml"), NodeID: filepath.Join(dir, "id")}
+	runInfo := func(args map[string]any) (map[string]any, int) {
+		args["data_dir"], args["kubeconfig_path"] = where.DataDir, where.Kubeconfig
+		res, code, _ := ansibletest.Run(t, module, func(ctx context.Context, req *ansible.Request) (*ansible.Result, error) {
+			return run(ctx, req, &fakeServer{}, where)
+		}, args)
+		return res, code
+	}
+	res, code := runInfo(map[string]any{"certificate_warning_days": 90})
+	require.Equal(t, 0, code, res["msg"])
+	assert.Equal(t, map[string]any{"count": 0.0}, res["certificates"], "no k3s: none")
+	assert.NotContains(t, res, "warnings")
+
+	path := filepath.Join(where.DataDir, "agent", "client-kubelet.crt")
+	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o700))
+	notAfter := time.Now().Add(30*24*time.Hour + time.Hour).UTC().Truncate(time.Second)
+	cert, err := pki.SelfSigned("system:node:node1", notAfter)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(path, cert, 0o644))
+
+	res, code = runInfo(map[string]any{"certificate_warning_days": 90})
+	require.Equal(t, 0, code, res["msg"])
+	assert.Equal(t, map[string]any{"count": 1.0, "earliest": map[string]any{"path": path, "subject": "system:node:node1",
+		"not_after": notAfter.Format(time.RFC3339), "days_left": 30.0}}, res["certificates"])
+	require.Len(t, res["warnings"], 1)
+	assert.Contains(t, res["warnings"].([]any)[0], `k3s's certificate "system:node:node1" (`+path+`) expires on `+notAfter.Format("2006-01-02")+", in 30 days")
+
+	res, code = runInfo(map[string]any{"certificate_warning_days": 20})
+	require.Equal(t, 0, code, res["msg"])
+	assert.NotContains(t, res, "warnings", "30 days left, 20 asked")
+	res, code = runInfo(map[string]any{})
+	require.Equal(t, 0, code, res["msg"])
+	assert.NotContains(t, res, "certificates", "0: not read")
+	res, code = runInfo(map[string]any{"certificate_warning_days": -1})
+	assert.Equal(t, 1, code)
+	assert.Equal(t, "certificate_warning_days is -1: expected 0 (certificates not read) or a number of days", res["msg"])
+
+	require.NoError(t, os.WriteFile(path, []byte("garbage"), 0o644))
+	res, code = runInfo(map[string]any{"certificate_warning_days": 90, "return_token": true})
+	assert.Equal(t, 1, code)
+	assert.Equal(t, "read k3s's certificates: "+path+": no PEM certificate in it", res["msg"], "failed before any secret was read")
 }
 
 func TestSidecarDocs(t *testing.T) {

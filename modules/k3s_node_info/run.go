@@ -19,6 +19,9 @@ func run(ctx context.Context, req *ansible.Request, sys k3snode.System, where k3
 	if err := req.Decode(&a); err != nil {
 		return nil, err
 	}
+	if a.CertWarningDays < 0 {
+		return nil, fmt.Errorf("certificate_warning_days is %d: expected 0 (certificates not read) or a number of days", a.CertWarningDays)
+	}
 	where.DataDir, where.Kubeconfig = a.DataDir, a.KubeconfigPath
 	res := &ansible.Result{}
 	res.Set("version", k3snode.Version(ctx, sys, where))
@@ -46,6 +49,19 @@ func run(ctx context.Context, req *ansible.Request, sys k3snode.System, where k3
 		func() (string, error) { return host, nil }, func() string { return nodeID }))
 	// Whom the node joined (a rebuilt first controller keeps it: role k8s_cluster).
 	res.Set("server", k3sconfig.FileValue(configPath, "server"))
+	// Before the secrets: a failed read's message is shown only from a result
+	// that holds none.
+	if a.CertWarningDays > 0 {
+		certs, err := k3snode.Certificates(where)
+		if err != nil {
+			return res, err
+		}
+		report, warning := certificateReport(certs, time.Now(), a.CertWarningDays)
+		res.Set("certificates", report)
+		if warning != "" {
+			req.Warn("%s", warning)
+		}
+	}
 	// Both files are read before either is returned: a failed read returns
 	// no secret, so its message can be shown (the action plugin hides a
 	// result that holds one).

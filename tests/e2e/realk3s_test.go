@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gitops-k3s-flux/k3s_flux/tests/bed"
+	"github.com/gitops-k3s-flux/k3s_flux/tests/bed/pki"
 )
 
 // TestRealK3sSingleServer: one server from bare with k3s's own install.sh
@@ -45,8 +46,29 @@ func TestRealK3sSingleServer(t *testing.T) {
 	r = c.play(t, args...)
 	require.NoError(t, r.err, r.output)
 	assert.Equal(t, map[string]int{"node1": 0, "localhost": 0}, r.changed(), r.output)
+	// Every certificate real k3s wrote read (one it could not parse fails the task), none near its expiry.
+	assert.NotContains(t, r.output, "k3s's certificate", "a new cluster's certificates have a year left")
 
 	outer := t // plays run in its temporary directory: a subtest's long name makes ssh's socket path too long
+	t.Run("a certificate near its expiry is warned about, naming it and how to renew it", func(t *testing.T) {
+		// k3s reads its certificates from its data dir: a short-lived one beside them.
+		const path = "/var/lib/rancher/k3s/server/tls/zz-e2e-short-lived.crt"
+		notAfter := time.Now().Add(10*24*time.Hour + time.Hour).UTC()
+		cert, err := pki.SelfSigned("e2e-short-lived", notAfter)
+		require.NoError(t, err)
+		_, err = node1.Exec("printf '%s' '" + string(cert) + "' >" + path)
+		require.NoError(t, err)
+		t.Cleanup(func() { _, _ = node1.Exec("rm -f " + path) })
+		r := c.play(outer, args...)
+		require.NoError(t, r.err, r.output)
+		flat := strings.Join(strings.Fields(r.output), " ")
+		assert.Contains(t, flat, `k3s's certificate "e2e-short-lived" (`+path+`) expires on `+notAfter.Format("2006-01-02")+
+			`, in 10 days (certificate_warning_days is 90). k3s renews a server's certificates when it starts within 120 days of their expiry, `+
+			`an agent's at every start: restart k3s on each node, one at a time, before then to renew it`, r.output)
+		assert.Equal(t, map[string]int{"node1": 0, "localhost": 0}, r.changed(), "a warning, no change: %s", r.output)
+	})
+
+	// plays run in its temporary directory: a subtest's long name makes ssh's socket path too long
 	t.Run("a changed token is refused by k3s_node first, and by k3s itself", func(t *testing.T) {
 		const other = "another-cluster-token-5e1f"
 		r := c.play(outer, clusterPlayArgs(t, c, b, dir, map[string]any{"k8s_cluster_token": other})...)

@@ -1,0 +1,109 @@
+package k3snode
+
+import (
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Certificate is one of k3s's certificates as a node keeps it.
+type Certificate struct {
+	// Path is the file: a .crt under the data dir, or the admin kubeconfig.
+	Path     string
+	Subject  string
+	NotAfter time.Time
+}
+
+// certDirs are where k3s keeps its certificates under its data dir: a
+// server's (server/tls, server/tls/etcd) and every node's agent
+// certificates (agent), as pkg/daemons/control/deps and pkg/agent/config
+// write them.
+var certDirs = []string{filepath.Join("server", "tls"), "agent"}
+
+// Certificates reads k3s's certificates on the node: every certificate of
+// every *.crt file under the data dir's server/tls and agent (a chain, leaf
+// then CA, counts each), and the admin kubeconfig's client certificate.
+// What k3s has not written (an agent has no server/tls, a node without k3s
+// nothing) is none. A file that does not parse is an error naming it; the
+// key files are never read.
+func Certificates(where Paths) ([]Certificate, error) {
+	var out []Certificate
+	for _, dir := range certDirs {
+		root := filepath.Join(where.DataDir, dir)
+		err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				if errors.Is(err, fs.ErrNotExist) {
+					return nil
+				}
+				return err
+			}
+			if d.IsDir() || !strings.HasSuffix(d.Name(), ".crt") {
+				return nil
+			}
+			raw, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			certs, err := parsePEMCertificates(raw)
+			if err != nil {
+				return fmt.Errorf("%s: %w", path, err)
+			}
+			for _, c := range certs {
+				out = append(out, Certificate{Path: path, Subject: c.Subject.CommonName, NotAfter: c.NotAfter})
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("read k3s's certificates: %w", err)
+		}
+	}
+	if _, err := os.Stat(where.Kubeconfig); err == nil {
+		creds, err := readKubeconfigCredentials(where.Kubeconfig)
+		if err != nil {
+			return nil, fmt.Errorf("read k3s's certificates: %w", err)
+		}
+		if creds.cert != nil {
+			certs, err := parsePEMCertificates(creds.cert)
+			if err != nil {
+				return nil, fmt.Errorf("read k3s's certificates: %s: client-certificate-data: %w", where.Kubeconfig, err)
+			}
+			for _, c := range certs {
+				out = append(out, Certificate{Path: where.Kubeconfig, Subject: c.Subject.CommonName, NotAfter: c.NotAfter})
+			}
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].NotAfter.Before(out[j].NotAfter) })
+	return out, nil
+}
+
+// parsePEMCertificates parses every CERTIFICATE block of a PEM file; one
+// without any is an error.
+func parsePEMCertificates(raw []byte) ([]*x509.Certificate, error) {
+	var out []*x509.Certificate
+	for {
+		var block *pem.Block
+		block, raw = pem.Decode(raw)
+		if block == nil {
+			break
+		}
+		if block.Type != "CERTIFICATE" {
+			continue
+		}
+		c, err := x509.ParseCertificate(block.Bytes)
+		if err != nil {
+			return nil, fmt.Errorf("not a certificate k3s wrote: %w", err)
+		}
+		out = append(out, c)
+	}
+	if len(out) == 0 {
+		return nil, errors.New("no PEM certificate in it")
+	}
+	return out, nil
+}
