@@ -461,6 +461,46 @@ func TestSnapshotBeforeRemoval(t *testing.T) {
 		assert.True(t, apierrors.IsNotFound(err), "Node %s deleted: %v", name, err)
 	})
 
+	// An AWX job, or another machine's clone of the project, has no .generated/kubeconfig (it is
+	// never committed): remove_node reads the admin kubeconfig from the first controller into a
+	// temporary directory of its own, outside the project, and removes it when done.
+	t.Run("from a fresh checkout", func(t *testing.T) {
+		r := play(vars, "-l", "node1,node2,node4")
+		require.NoError(t, r.err, r.output)
+		checkout := t.TempDir()
+		fresh := map[string]any{"k8s_cluster_kubeconfig_dest": filepath.Join(checkout, ".generated", "kubeconfig")}
+		for k, v := range vars {
+			if k != "k8s_cluster_kubeconfig_dest" {
+				fresh[k] = v
+			}
+		}
+		writeJSON(t, filepath.Join(dir, "fresh.json"), fresh)
+		tmp := t.TempDir()
+		r = h.c.playWith(t, []string{"TMPDIR=" + tmp}, "-i", b.Hosts.Inventory, filepath.Join(h.c.root, "playbooks", "remove_node.yml"),
+			"-e", "@"+filepath.Join(dir, "fresh.json"), "-l", "node4", "-vvv")
+		require.NoError(t, r.err, r.output)
+		assert.Contains(t, r.output, "TASK [gitops.k3s_flux.k8s_cluster : Read the admin kubeconfig from a server, as k8s_cluster_kubeconfig_dest is missing, from node1]")
+		kc, _, err := b.Clients()
+		require.NoError(t, err)
+		_, err = kc.CoreV1().Nodes().Get(context.Background(), "node4", metav1.GetOptions{})
+		assert.True(t, apierrors.IsNotFound(err), "Node node4 deleted: %v", err)
+		assert.NoError(t, bare(b.Hosts.Host("node4")), "node4 bare")
+		left, err := os.ReadDir(checkout)
+		require.NoError(t, err)
+		assert.Empty(t, left, "nothing written into the checkout")
+		left, err = os.ReadDir(tmp)
+		require.NoError(t, err)
+		assert.Empty(t, left, "the kubeconfig read from node1 removed once done")
+		// Its credentials, as k3s wrote them on node1, nowhere in -vvv.
+		admin, err := b.Hosts.Host("node1").Exec("cat /etc/rancher/k3s/k3s.yaml")
+		require.NoError(t, err)
+		for _, key := range []string{"client-certificate-data", "client-key-data"} {
+			m := regexp.MustCompile(key + `: (\S+)`).FindStringSubmatch(admin)
+			require.Len(t, m, 2, key)
+			assert.NotContains(t, r.output, m[1], key)
+		}
+	})
+
 	// A confirmed reset of one node takes that node back to bare and nothing else: the other
 	// nodes keep k3s, the cluster keeps its kubeconfig.
 	t.Run("partial reset", func(t *testing.T) {

@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -117,11 +118,23 @@ func TestRebootRolling(t *testing.T) {
 		assert.Equal(t, nodes, rebootTasks(r.output), "one reboot task per node, in order")
 	})
 
+	// From a fresh checkout (no kubeconfig written by k8s.yml, as in an AWX job): the admin
+	// kubeconfig is read from node1 into a temporary directory, removed after the failure too.
 	t.Run("stops", func(t *testing.T) {
 		workload(t, kc, "pinned", 1, "node3")
 		before := bootIDs()
-		r := reboot("-l", "node3,node4", "-e", `{"k8s_cluster_drain_options": {"ignore_daemonsets": true, "wait_timeout": 10, "wait_sleep": 1}}`)
+		checkout, tmp := t.TempDir(), t.TempDir()
+		a := append([]string{}, args...)
+		a[2] = filepath.Join(c.root, "playbooks", "reboot.yml")
+		r := c.playWith(t, []string{"TMPDIR=" + tmp}, append(a, "-l", "node3,node4", "-e", `{"k8s_cluster_drain_options": {"ignore_daemonsets": true, "wait_timeout": 10, "wait_sleep": 1}, `+
+			`"k8s_cluster_kubeconfig_dest": "`+filepath.Join(checkout, ".generated", "kubeconfig")+`"}`)...)
 		require.Error(t, r.err)
+		assert.Contains(t, r.output, "TASK [gitops.k3s_flux.k8s_cluster : Read the admin kubeconfig from a server, as k8s_cluster_kubeconfig_dest is missing, from node1]")
+		for _, d := range []string{checkout, tmp} {
+			left, err := os.ReadDir(d)
+			require.NoError(t, err)
+			assert.Empty(t, left, "nothing left in %s", d)
+		}
 		flat := strings.Join(strings.Fields(r.output), " ")
 		assert.Contains(t, flat, "The reboot of node3 (Node node3) failed at 'Drain the node before its reboot': drain node node3: not done after 10s: 1 pod(s) still held back by a PodDisruptionBudget (default/pinned-", r.output)
 		assert.Contains(t, flat, "The rollout stopped there: node4 was not rebooted, and the Node node3 is left cordoned.")

@@ -11,12 +11,32 @@ import (
 	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible/ansibletest"
 )
 
-// roleTasks reads a task file of role k8s_cluster.
+// roleTasks reads a task file of role k8s_cluster, in the order the tasks
+// run: a block, then its tasks, its rescue's and its always'.
 func roleTasks(t *testing.T, name string) []map[string]any {
 	t.Helper()
 	var tasks []map[string]any
 	readYAML(t, filepath.Join(ansibletest.RepoRoot(t), "roles", "k8s_cluster", "tasks", name), &tasks)
-	return tasks
+	return flatten(tasks)
+}
+
+func flatten(tasks []map[string]any) []map[string]any {
+	var out []map[string]any
+	for _, task := range tasks {
+		out = append(out, task)
+		for _, part := range []string{"block", "rescue", "always"} {
+			if list, ok := task[part].([]any); ok {
+				var nested []map[string]any
+				for _, x := range list {
+					if m, ok := x.(map[string]any); ok {
+						nested = append(nested, m)
+					}
+				}
+				out = append(out, flatten(nested)...)
+			}
+		}
+	}
+	return out
 }
 
 // taskIndex is the index of the first task for which match holds, or -1.
@@ -148,4 +168,50 @@ func TestRebootAsksUnlessNamedOneByOne(t *testing.T) {
 	for _, task := range play[0]["tasks"].([]any) {
 		assert.NotContains(t, text(task.(map[string]any)["when"]), "ansible_limit is not defined", "any -l skipped the question")
 	}
+}
+
+// TestDayTwoKubeconfig: remove_node, reboot and the rejoin reach the API
+// through _k8s_cluster_kubeconfig, read from a server (kubeconfig.yml)
+// before any task that uses it when k8s.yml's is missing, and removed in an
+// always (kubeconfig_done.yml), so a failure leaves no copy behind.
+func TestDayTwoKubeconfig(t *testing.T) {
+	for _, tc := range []struct{ file, user string }{
+		{"remove.yml", "remove.yml"}, {"reboot.yml", "reboot_one.yml"}, {"rejoin.yml", "rejoin.yml"},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			tasks := roleTasks(t, tc.file)
+			read := taskIndex(tasks, includes("kubeconfig.yml"))
+			require.GreaterOrEqual(t, read, 0, "includes kubeconfig.yml")
+			done := taskIndex(tasks, includes("kubeconfig_done.yml"))
+			require.Greater(t, done, read, "and kubeconfig_done.yml after it")
+			inAlways := false
+			for _, task := range tasks {
+				for _, x := range asList(task["always"]) {
+					inAlways = inAlways || includes("kubeconfig_done.yml")(x)
+				}
+			}
+			assert.True(t, inAlways, "kubeconfig_done.yml runs in an always")
+			used := 0
+			for _, task := range roleTasks(t, tc.user) {
+				for module, args := range task {
+					if a, ok := args.(map[string]any); ok && strings.HasPrefix(module, "gitops.k3s_flux.") && a["kubeconfig"] != nil {
+						assert.Equal(t, "{{ _k8s_cluster_kubeconfig }}", a["kubeconfig"], "%s in %s", task["name"], tc.user)
+						used++
+					}
+				}
+			}
+			assert.Positive(t, used)
+		})
+	}
+}
+
+func asList(v any) []map[string]any {
+	var out []map[string]any
+	list, _ := v.([]any)
+	for _, x := range list {
+		if m, ok := x.(map[string]any); ok {
+			out = append(out, m)
+		}
+	}
+	return out
 }
