@@ -150,7 +150,11 @@ bench: deps testbed-bin build release ## Side-by-side benchmarks against kuberne
 	tests/tools/build.sh helm
 	go run ./bench -rounds $(ROUNDS) $(if $(ONLY),-only $(ONLY)) -pypi-venv "$$(hack/venv.sh bench)"
 
-demo: deps testbed-bin demo-collection ## Start the local test bed and run playbooks/k8s.yml against it, twice
+# The demo's test hosts are this machine: its binaries are built for this platform alone (go env,
+# read once deps has installed Go), not for the four a release ships.
+demo: deps testbed-bin ## Build for this machine's platform, start the local test bed and run playbooks/k8s.yml against it, twice
+	platform="$$(go env GOOS)_$$(go env GOARCH)" && \
+		$(MAKE) --no-print-directory demo-collection NODE_PLATFORMS="$$platform" CONTROLLER_PLATFORMS="$$platform"
 	go run ./tests/bed/testbed up
 	bash tests/demo.sh
 
