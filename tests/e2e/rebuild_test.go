@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"maps"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -42,8 +43,13 @@ func testRebuildFirst(t *testing.T, b *bed.Bed, vars map[string]any, version str
 		_, err := node1.Exec("test ! -e /usr/local/bin/k3s && test ! -e /var/lib/rancher/k3s")
 		require.NoError(t, err, "node1 bare")
 
+		// From a fresh checkout too (an AWX job: no kubeconfig from an earlier run): the old Node is
+		// deleted through a kubeconfig read from node2, and the run writes the project's again.
+		require.NoError(t, os.Remove(v["k8s_cluster_kubeconfig_dest"].(string)))
+		const fresh = "Read the admin kubeconfig from a server, as k8s_cluster_kubeconfig_dest is missing, from node2"
 		r = run("k8s.yml", v, "--check")
 		require.NoError(t, r.err, r.output)
+		assert.Contains(t, r.output, fresh)
 		_, err = node1.Exec("test ! -e /usr/local/bin/k3s")
 		assert.NoError(t, err, "check mode installs nothing")
 		_, err = kc.CoreV1().Nodes().Get(context.Background(), "node1", metav1.GetOptions{})
@@ -52,6 +58,8 @@ func testRebuildFirst(t *testing.T, b *bed.Bed, vars map[string]any, version str
 		r = run("k8s.yml", v, "-vvv")
 		require.NoError(t, r.err, r.output)
 		t.Logf("first controller rebuilt and rejoined: %s", r.duration)
+		assert.Contains(t, r.output, fresh)
+		assert.FileExists(t, v["k8s_cluster_kubeconfig_dest"].(string), "written again")
 		// The token read from node2 and given to node1 is nowhere in the -vvv output.
 		nodeToken, err := b.Hosts.Host("node2").Exec("cat /var/lib/rancher/k3s/server/node-token")
 		require.NoError(t, err)
