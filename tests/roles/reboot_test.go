@@ -118,9 +118,10 @@ func TestRebootKeepsQuorum(t *testing.T) {
 	quorum := taskIndex(one, includes("etcd_quorum.yml"))
 	require.GreaterOrEqual(t, quorum, 0, "reboot_one.yml includes etcd_quorum.yml")
 	assert.Equal(t, "reboot", one[quorum]["vars"].(map[string]any)["_k8s_cluster_quorum_for"])
-	assert.Contains(t, text(one[quorum]["when"]), "_k8s_cluster_is_server")
-	block := taskIndex(one, func(task map[string]any) bool { _, ok := task["block"]; return ok })
-	require.Greater(t, block, quorum, "the check comes before the drain and the reboot")
+	require.Positive(t, quorum, "in a block")
+	assert.Contains(t, text(one[quorum-1]["when"]), "_k8s_cluster_is_server", "the block's condition")
+	drain := taskIndex(one, calls("gitops.k3s_flux.node_drain"))
+	require.Greater(t, drain, quorum, "the check comes before the drain and the reboot")
 
 	remove := roleTasks(t, "remove.yml")
 	at := taskIndex(remove, includes("etcd_quorum.yml"))
@@ -172,8 +173,12 @@ func TestRebootAsksUnlessNamedOneByOne(t *testing.T) {
 
 // TestDayTwoKubeconfig: remove_node, reboot and the rejoin reach the API
 // through _k8s_cluster_kubeconfig, read from a server (kubeconfig.yml)
-// before any task that uses it when k8s.yml's is missing, and removed in an
-// always (kubeconfig_done.yml), so a failure leaves no copy behind.
+// before any task that uses it when k8s.yml's is missing, and removed
+// (kubeconfig_done.yml) on every way out, so a failure leaves no copy
+// behind: in an always, or, for the rolling reboot (no always around it:
+// ansible-core 2.14 lets the other hosts go on after a failure under
+// any_errors_fatal there), after the rollout and in each rescue of
+// reboot_one.yml, whose every failure is rescued.
 func TestDayTwoKubeconfig(t *testing.T) {
 	for _, tc := range []struct{ file, user string }{
 		{"remove.yml", "remove.yml"}, {"reboot.yml", "reboot_one.yml"}, {"rejoin.yml", "rejoin.yml"},
@@ -184,13 +189,31 @@ func TestDayTwoKubeconfig(t *testing.T) {
 			require.GreaterOrEqual(t, read, 0, "includes kubeconfig.yml")
 			done := taskIndex(tasks, includes("kubeconfig_done.yml"))
 			require.Greater(t, done, read, "and kubeconfig_done.yml after it")
-			inAlways := false
-			for _, task := range tasks {
-				for _, x := range asList(task["always"]) {
-					inAlways = inAlways || includes("kubeconfig_done.yml")(x)
+			cleanedIn := func(tasks []map[string]any, part string) bool {
+				for _, task := range tasks {
+					for _, x := range asList(task[part]) {
+						if includes("kubeconfig_done.yml")(x) {
+							return true
+						}
+					}
 				}
+				return false
 			}
-			assert.True(t, inAlways, "kubeconfig_done.yml runs in an always")
+			if tc.file == "reboot.yml" {
+				assert.Equal(t, len(tasks)-1, done, "the last task of the reboot")
+				assert.False(t, cleanedIn(tasks, "always"), "no always around the rollout")
+				var top []map[string]any
+				readYAML(t, filepath.Join(ansibletest.RepoRoot(t), "roles", "k8s_cluster", "tasks", "reboot_one.yml"), &top)
+				for _, task := range top {
+					if task["block"] != nil {
+						assert.True(t, cleanedIn([]map[string]any{task}, "rescue"), "%s: removed in its rescue", task["name"])
+					} else {
+						assert.NotContains(t, task, "ansible.builtin.include_tasks", "%s: every failure of reboot_one.yml is rescued", task["name"])
+					}
+				}
+			} else {
+				assert.True(t, cleanedIn(tasks, "always"), "kubeconfig_done.yml runs in an always")
+			}
 			used := 0
 			for _, task := range roleTasks(t, tc.user) {
 				for module, args := range task {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -57,6 +58,11 @@ func TestDefaultsMatchArgumentSpecs(t *testing.T) {
 			for _, name := range names {
 				opt, ok := options[name]
 				if !assert.True(t, ok, "defaults/main.yml sets %s, which argument_specs.yml does not declare", name) {
+					continue
+				}
+				// A default computed from the inventory is no value of the option's type (antsibull-docs
+				// refuses a Jinja expression as a bool's default): the description says it instead.
+				if expr, ok := defaults[name].(string); ok && strings.HasPrefix(expr, "{{") && opt.Type != "str" && opt.Type != "path" && opt.Default == nil {
 					continue
 				}
 				assert.Equal(t, defaults[name], opt.Default, "%s: the default in defaults/main.yml and in argument_specs.yml differ", name)
