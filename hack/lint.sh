@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # make lint: the Go linters (goimports, go vet with every build tag, staticcheck), then
-# yamllint and ansible-lint (production profile) from a venv of hack/requirements-dev.txt, kept under
+# yamllint, ansible-lint (production profile), antsibull-changelog and antsibull-docs from a venv of hack/requirements-dev.txt, kept under
 # the cache and keyed by that file's hash. Needs the module binaries built (ansible-lint
 # resolves gitops.k3s_flux.* through them) and Debian's python3-venv.
 set -euo pipefail
@@ -54,4 +54,29 @@ trap 'rm -rf "$collections"' EXIT
 mkdir -p "$collections/ansible_collections/gitops"
 ln -s "$root" "$collections/ansible_collections/gitops/k3s_flux"
 ANSIBLE_HOME="$cache/ansible-lint-home" ANSIBLE_COLLECTIONS_PATH="$collections" ansible-lint --nocolor -q
+
+# Certification's changelog and documentation checks. antsibull-docs renders every module's,
+# plugin's and role's docs as the Ansible documentation site does: over a minute of CPU, so it runs
+# again only when what it reads changed (a stamp named after the hash of those files and of the
+# tools' pins, made once it passed).
+echo "lint: antsibull-changelog lint, CHANGELOG.rst current"
+antsibull-changelog lint
+changelog="$(mktemp)"
+antsibull-changelog generate --output "$changelog"
+if ! cmp -s "$changelog" CHANGELOG.rst; then
+  rm -f "$changelog"
+  echo "CHANGELOG.rst is not what antsibull-changelog generates from changelogs/changelog.yaml: run antsibull-changelog generate" >&2
+  exit 1
+fi
+rm -f "$changelog"
+docs_inputs="$( (echo galaxy.yml; echo hack/requirements-dev.txt; find plugins roles meta docs/docsite -path plugins/bin -prune -o -type f -print) | LC_ALL=C sort | xargs sha256sum | sha256sum | cut -c1-32)"
+stamp="$cache/antsibull-docs-passed/$docs_inputs"
+if [ -e "$stamp" ]; then
+  echo "lint: antsibull-docs lint-collection-docs: passed before on these files"
+else
+  echo "lint: antsibull-docs lint-collection-docs"
+  (cd "$collections/ansible_collections/gitops/k3s_flux" &&
+    ANSIBLE_HOME="$cache/ansible-lint-home" ANSIBLE_COLLECTIONS_PATH="$collections" antsibull-docs lint-collection-docs --plugin-docs .)
+  mkdir -p "$(dirname "$stamp")" && touch "$stamp"
+fi
 echo "lint: clean"
