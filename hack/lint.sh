@@ -69,7 +69,7 @@ if ! cmp -s "$changelog" CHANGELOG.rst; then
   exit 1
 fi
 rm -f "$changelog"
-docs_inputs="$( (echo galaxy.yml; echo hack/requirements-dev.txt; find plugins roles meta docs/docsite -path plugins/bin -prune -o -type f -print) | LC_ALL=C sort | xargs sha256sum | sha256sum | cut -c1-32)"
+docs_inputs="$( (echo galaxy.yml; echo hack/requirements-dev.txt; find plugins roles meta docs/docsite \( -path plugins/bin -o -name __pycache__ \) -prune -o -type f -print) | LC_ALL=C sort | xargs sha256sum | sha256sum | cut -c1-32)"
 stamp="$cache/antsibull-docs-passed/$docs_inputs"
 if [ -e "$stamp" ]; then
   echo "lint: antsibull-docs lint-collection-docs: passed before on these files"
