@@ -10,9 +10,6 @@ import (
 
 // Entry is the module with the real Helm SDK and cluster, for the
 // controller-side binary (cmd/controller).
-var Entry = ansible.Entry{Module: module, Run: Run}
-
-// Run is the module's body with the real Helm SDK and cluster.
-func Run(ctx context.Context, req *ansible.Request) (*ansible.Result, error) {
+var Entry = ansible.Entry{Module: module, Run: func(ctx context.Context, req *ansible.Request) (*ansible.Result, error) {
 	return run(ctx, req, newHelm)
-}
+}}

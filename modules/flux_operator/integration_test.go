@@ -31,7 +31,7 @@ func TestFluxOperatorAgainstRegistryAndAPIServer(t *testing.T) {
 	}
 	op := func(args map[string]any) (map[string]any, int) {
 		t.Helper()
-		res, code, _ := ansibletest.Run(t, module, Run, args)
+		res, code, _ := ansibletest.Run(t, module, Entry.Run, args)
 		return res, code
 	}
 
@@ -127,7 +127,7 @@ func TestFluxOperatorAgainstRegistryAndAPIServer(t *testing.T) {
 		done := make(chan map[string]any, 1)
 		start := time.Now()
 		go func() {
-			res, _, _ := ansibletest.Run(t, module, Run, first)
+			res, _, _ := ansibletest.Run(t, module, Entry.Run, first)
 			done <- res
 		}()
 		h := releases(t)
@@ -226,17 +226,17 @@ func TestFluxOperatorAgainstRegistryAndAPIServer(t *testing.T) {
 			}
 			return args
 		}
-		res, code, out := ansibletest.Run(t, module, Run, private("wrong-password-1d9e", true))
+		res, code, out := ansibletest.Run(t, module, Entry.Run, private("wrong-password-1d9e", true))
 		assert.Equal(t, 1, code)
 		assert.Contains(t, res["msg"], "401")
 		assert.NotContains(t, out, "wrong-password-1d9e")
 
-		res, code, out = ansibletest.Run(t, module, Run, private(b.Registry.Password, false))
+		res, code, out = ansibletest.Run(t, module, Entry.Run, private(b.Registry.Password, false))
 		assert.Equal(t, 1, code)
 		assert.Contains(t, res["msg"], "certificate signed by unknown authority")
 		assert.NotContains(t, out, b.Registry.Password)
 
-		res, code, out = ansibletest.Run(t, module, Run, private(b.Registry.Password, true))
+		res, code, out = ansibletest.Run(t, module, Entry.Run, private(b.Registry.Password, true))
 		require.Equal(t, 0, code, res["msg"])
 		assert.Equal(t, true, res["changed"])
 		assert.Equal(t, "flux-operator-0.58.0", res["release"].(map[string]any)["chart"])

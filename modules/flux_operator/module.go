@@ -5,8 +5,8 @@ import (
 	"github.com/gitops-k3s-flux/k3s_flux/internal/kube"
 )
 
-// DefaultChartRef is where the Flux Operator's chart is published.
-const DefaultChartRef = "oci://ghcr.io/controlplaneio-fluxcd/charts/flux-operator"
+// defaultChartRef is where the Flux Operator's chart is published.
+const defaultChartRef = "oci://ghcr.io/controlplaneio-fluxcd/charts/flux-operator"
 
 var module = &ansible.Module{
 	Name:             "flux_operator",
@@ -24,7 +24,7 @@ var module = &ansible.Module{
 	DiffMode:  "full",
 	Spec: ansible.Spec{
 		Options: append(append(kube.ConnectionOptions(), kube.WaitOptions(true, "Wait until the release's resources are ready.")...),
-			ansible.Option{Name: "chart_ref", Default: DefaultChartRef,
+			ansible.Option{Name: "chart_ref", Default: defaultChartRef,
 				Description: []string{"The chart: an C(oci://) reference, a local chart directory or .tgz, or a chart name in C(chart_repo_url)."}},
 			ansible.Option{Name: "chart_repo_url",
 				Description: []string{"A classic Helm repository URL; C(chart_ref) is then the chart's name in it."}},

@@ -94,7 +94,7 @@ func TestRegistryClientCAFile(t *testing.T) {
 func TestCheckModeWithoutACluster(t *testing.T) {
 	kubeconfig := filepath.Join(t.TempDir(), "not-fetched-yet", "kubeconfig")
 	chart := filepath.Join(ansibletest.RepoRoot(t), "tests", "charts", "flux-operator")
-	res, code, _ := ansibletest.Run(t, module, Run, map[string]any{"kubeconfig": kubeconfig, "chart_ref": chart,
+	res, code, _ := ansibletest.Run(t, module, Entry.Run, map[string]any{"kubeconfig": kubeconfig, "chart_ref": chart,
 		"values": map[string]any{"logLevel": "debug"}, "_ansible_check_mode": true, "_ansible_diff": true})
 	require.Equal(t, 0, code, res["msg"])
 	assert.Equal(t, true, res["changed"])

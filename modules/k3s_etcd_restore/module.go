@@ -1,6 +1,3 @@
-// Package k3setcdrestore is the k3s_etcd_restore module, served by the
-// k3s_node binary: the node's part of restoring an etcd snapshot the way
-// k3s documents it (playbooks/restore.yml runs the steps across servers).
 package k3setcdrestore
 
 import (
@@ -8,8 +5,8 @@ import (
 	"github.com/gitops-k3s-flux/k3s_flux/internal/k3snode"
 )
 
-// Module is k3s_etcd_restore.
-var Module = &ansible.Module{
+// module is k3s_etcd_restore.
+var module = &ansible.Module{
 	Name:             "k3s_etcd_restore",
 	ShortDescription: "One server's step of restoring a k3s etcd snapshot",
 	Description: []string{

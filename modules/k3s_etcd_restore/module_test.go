@@ -10,6 +10,8 @@ import (
 	"testing/iotest"
 	"time"
 
+	"github.com/gitops-k3s-flux/k3s_flux/internal/etcdsnapshot/etcdsnapshottest"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -19,11 +21,11 @@ import (
 )
 
 func TestSidecarDocs(t *testing.T) {
-	ansibletest.CheckSidecar(t, Module)
+	ansibletest.CheckSidecar(t, module)
 }
 
 func TestBadInputs(t *testing.T) {
-	ansibletest.CheckBadInputs(t, Module, ansibletest.BadInputs(Module, map[string]any{"step": "stop"}))
+	ansibletest.CheckBadInputs(t, module, ansibletest.BadInputs(module, map[string]any{"step": "stop"}))
 }
 
 // fakeNode is a server whose k3s unit is active or not; it records the
@@ -107,9 +109,9 @@ func TestRun(t *testing.T) {
 			if tc.args["data_dir"] == nil {
 				tc.args["data_dir"] = data
 			}
-			h := Host{Sys: &tc.node, BinDir: "/usr/local/bin", ConfigPath: filepath.Join(data, "no-config.yaml"), Now: func() time.Time { return at }}
-			res, _, _ := ansibletest.Run(t, Module, func(ctx context.Context, req *ansible.Request) (*ansible.Result, error) {
-				return Run(ctx, req, h)
+			h := host{Sys: &tc.node, BinDir: "/usr/local/bin", ConfigPath: filepath.Join(data, "no-config.yaml"), Now: func() time.Time { return at }}
+			res, _, _ := ansibletest.Run(t, module, func(ctx context.Context, req *ansible.Request) (*ansible.Result, error) {
+				return run(ctx, req, h)
 			}, tc.args)
 			fix := func(s string) string { return strings.ReplaceAll(s, "DATA", data) }
 			var ran []string
@@ -173,9 +175,9 @@ func TestResetChecksFirst(t *testing.T) {
 				args[k] = fix(v.(string))
 			}
 			node := fakeNode{active: true}
-			h := Host{Sys: &node, BinDir: "/usr/local/bin", ConfigPath: config, Now: time.Now}
-			res, _, _ := ansibletest.Run(t, Module, func(ctx context.Context, req *ansible.Request) (*ansible.Result, error) {
-				return Run(ctx, req, h)
+			h := host{Sys: &node, BinDir: "/usr/local/bin", ConfigPath: config, Now: time.Now}
+			res, _, _ := ansibletest.Run(t, module, func(ctx context.Context, req *ansible.Request) (*ansible.Result, error) {
+				return run(ctx, req, h)
 			}, args)
 			if tc.msg != "" {
 				assert.Equal(t, fix(tc.msg), res["msg"])
@@ -205,9 +207,9 @@ func TestFailedResetLeavesTheMark(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(data, "server", "token"), []byte(testToken), 0o600))
 	mark := filepath.Join(db, "gitops.k3s_flux-restore-pending")
 	run := func(node *fakeNode) map[string]any {
-		h := Host{Sys: node, BinDir: "/usr/local/bin", Now: func() time.Time { return time.Unix(1764910000, 0) }}
-		res, _, _ := ansibletest.Run(t, Module, func(ctx context.Context, req *ansible.Request) (*ansible.Result, error) {
-			return Run(ctx, req, h)
+		h := host{Sys: node, BinDir: "/usr/local/bin", Now: func() time.Time { return time.Unix(1764910000, 0) }}
+		res, _, _ := ansibletest.Run(t, module, func(ctx context.Context, req *ansible.Request) (*ansible.Result, error) {
+			return run(ctx, req, h)
 		}, map[string]any{"step": "reset", "snapshot": "pre-node1-1", "data_dir": data})
 		return res
 	}
@@ -240,8 +242,8 @@ func TestRestoreFailureNothingMoved(t *testing.T) {
 	assert.Equal(t, "k3s: boom. k3s is stopped on every server, and disabled on this one (a reboot does not start it). k3s set nothing aside: /d/db/etcd is as it was (missing: k3s needs it to restore; put the etcd data back there). "+
 		"To retry: fix the cause, then run playbooks/restore.yml again. To go back without the snapshot: remove /d/mark and run playbooks/k8s.yml. "+
 		"Until then /d/mark stays, and k3s_node (playbook k8s.yml) refuses to start k3s here: it would start a new, empty cluster. abandon_restore (-e k8s_cluster_restore_abandon=true) starts it anyway",
-		RestoreFailure("k3s: boom", "/d/db", nil, false, "/d/mark"))
-	assert.Contains(t, RestoreFailure("k3s: boom", "/d/db", []string{"/d/db/etcd-old-5"}, true, "/d/mark"),
+		restoreFailure("k3s: boom", "/d/db", nil, false, "/d/mark"))
+	assert.Contains(t, restoreFailure("k3s: boom", "/d/db", []string{"/d/db/etcd-old-5"}, true, "/d/mark"),
 		"k3s moved the etcd data it had to /d/db/etcd-old-5 and left a partial restore in /d/db/etcd. To retry: fix the cause, then run playbooks/restore.yml again. To roll back to the data as it was: on this server, rm -rf /d/db/etcd, mv /d/db/etcd-old-5 /d/db/etcd, remove /d/mark")
 }
 
@@ -251,9 +253,9 @@ const testToken = "K1093af2c61a0d5e6c3b4d2a5e0f1c9b8a7d6e5f4c3b2a1908f7e6d5c4b3a
 // snapshotFor is an etcd snapshot holding the bootstrap data of token (its
 // key, as written in etcd's database).
 func snapshotFor(token string) []byte {
-	db := boltDB(4096, 5, nil)
+	db := etcdsnapshottest.BoltDB(4096, 5, nil)
 	copy(db[4*4096+100:], bootstrapKey(tokenPassword(token)))
-	return etcdSnapshot(db)
+	return etcdsnapshottest.Snapshot(db)
 }
 
 // TestResetToken: the reset's token (the option, else the config's, else
@@ -298,9 +300,9 @@ func TestResetToken(t *testing.T) {
 				args["token"] = tc.token
 			}
 			node := fakeNode{active: true}
-			h := Host{Sys: &node, BinDir: "/usr/local/bin", ConfigPath: config, Now: time.Now}
-			res, _, raw := ansibletest.Run(t, Module, func(ctx context.Context, req *ansible.Request) (*ansible.Result, error) {
-				return Run(ctx, req, h)
+			h := host{Sys: &node, BinDir: "/usr/local/bin", ConfigPath: config, Now: time.Now}
+			res, _, raw := ansibletest.Run(t, module, func(ctx context.Context, req *ansible.Request) (*ansible.Result, error) {
+				return run(ctx, req, h)
 			}, args)
 			for _, secret := range []string{"the-old-cluster-password", "6d0c1e8a3b4f5a6c7d8e9f0a1b2c3d4e", "guess"} {
 				assert.NotContains(t, raw, secret)
@@ -358,9 +360,9 @@ func TestRejoinSetsAnotherClustersIdentityAside(t *testing.T) {
 			// The clock moves on while k3s stops: the names reported are the ones used.
 			now := time.Unix(1764910000, 0)
 			clock := func() time.Time { t := now; now = now.Add(3 * time.Second); return t }
-			h := Host{Sys: &fakeNode{active: true}, BinDir: "/usr/local/bin", Now: clock}
-			res, _, raw := ansibletest.Run(t, Module, func(ctx context.Context, req *ansible.Request) (*ansible.Result, error) {
-				return Run(ctx, req, h)
+			h := host{Sys: &fakeNode{active: true}, BinDir: "/usr/local/bin", Now: clock}
+			res, _, raw := ansibletest.Run(t, module, func(ctx context.Context, req *ansible.Request) (*ansible.Result, error) {
+				return run(ctx, req, h)
 			}, args)
 			assert.Nil(t, res["failed"], res["msg"])
 			assert.NotContains(t, raw, "the-old-cluster-password")

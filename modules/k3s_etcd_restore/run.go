@@ -12,14 +12,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gitops-k3s-flux/k3s_flux/internal/etcdsnapshot"
+
 	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible"
 	"github.com/gitops-k3s-flux/k3s_flux/internal/k3sconfig"
 	"github.com/gitops-k3s-flux/k3s_flux/internal/k3snode"
-	k3setcdsnapshot "github.com/gitops-k3s-flux/k3s_flux/modules/k3s_etcd_snapshot"
 )
 
-// Host is what Run needs of the node.
-type Host struct {
+// host is what Run needs of the node.
+type host struct {
 	Sys        k3snode.System
 	BinDir     string
 	ConfigPath string // k3s's config file, whose etcd-snapshot-dir k3s saves snapshots in
@@ -35,8 +36,8 @@ type args struct {
 	Token       string `json:"token"`
 }
 
-// Run carries out the node's step (nothing in check mode).
-func Run(ctx context.Context, req *ansible.Request, h Host) (*ansible.Result, error) {
+// run carries out the node's step (nothing in check mode).
+func run(ctx context.Context, req *ansible.Request, h host) (*ansible.Result, error) {
 	var a args
 	if err := req.Decode(&a); err != nil {
 		return nil, err
@@ -133,12 +134,12 @@ func otherClusterIdentity(dataDir, token string) []string {
 // checkBeforeReset finds the snapshot and refuses, before anything stops,
 // one k3s would fail on after setting the etcd data aside: not an etcd
 // snapshot, or taken under another token than the reset's.
-func checkBeforeReset(req *ansible.Request, h Host, a args) (string, error) {
-	path, err := SnapshotPath(snapshotDir(a.DataDir, a.SnapshotDir, h.ConfigPath), a.Snapshot)
+func checkBeforeReset(req *ansible.Request, h host, a args) (string, error) {
+	path, err := snapshotPath(snapshotDir(a.DataDir, a.SnapshotDir, h.ConfigPath), a.Snapshot)
 	if err != nil {
 		return "", err
 	}
-	if err := CheckSnapshot(path); err != nil {
+	if err := etcdsnapshot.Check(path); err != nil {
 		return "", err
 	}
 	token, from, err := resetToken(a.Token, h.ConfigPath, a.DataDir)
@@ -150,19 +151,19 @@ func checkBeforeReset(req *ansible.Request, h Host, a args) (string, error) {
 			req.AddSecret(secret)
 		}
 	}
-	return path, CheckToken(path, token, from)
+	return path, checkToken(path, token, from)
 }
 
 // reset runs k3s's cluster reset with the snapshot. A failure leaves the
 // restore mark, for k3s_node not to start a new cluster here; a success
 // removes it.
-func reset(ctx context.Context, h Host, a args, path string) error {
+func reset(ctx context.Context, h host, a args, path string) error {
 	db := filepath.Join(a.DataDir, "server", "db")
 	mark := k3snode.RestoreMark(a.DataDir)
 	started := markStarted(mark, h.Now().Unix())
 	ctx, cancel := context.WithTimeout(ctx, time.Duration(a.Timeout)*time.Second)
 	defer cancel()
-	args := ResetArgs(path)
+	args := resetArgs(path)
 	// The token given goes in the environment (K3S_TOKEN, the flag's
 	// variable), not on the command line, which every user of the node
 	// can read in the process list.
@@ -193,7 +194,7 @@ func reset(ctx context.Context, h Host, a args, path string) error {
 		disabled = fmt.Sprintf(" (disabling k3s.service failed: %v: %s)", derr, k3snode.LastLines(out, 5))
 	}
 	_, etcdErr := os.Stat(filepath.Join(db, "etcd"))
-	msg := RestoreFailure(fmt.Sprintf("k3s %s: %s", strings.Join(args, " "), k3setcdsnapshot.FatalMessage(out, err)),
+	msg := restoreFailure(fmt.Sprintf("k3s %s: %s", strings.Join(args, " "), k3snode.FatalMessage(out, err)),
 		db, moved, etcdErr == nil, mark) + disabled
 	if werr := os.WriteFile(mark, fmt.Appendf(nil, "%s%d\n%s\n", markStartedPrefix, started, msg), 0o600); werr != nil {
 		msg += fmt.Sprintf(" (writing the mark failed: %v)", werr)
@@ -201,12 +202,12 @@ func reset(ctx context.Context, h Host, a args, path string) error {
 	return errors.New(msg)
 }
 
-// ResetArgs is k3s's cluster reset from the snapshot file at path. With
+// resetArgs is k3s's cluster reset from the snapshot file at path. With
 // etcd-s3 on in k3s's config the restore path is a key in the bucket, not a
 // file (pkg/etcd/etcd.go, Reset: "Retrieving etcd snapshot %s from S3"),
 // so S3 is turned off for this one run, as k3s documents for a local
 // snapshot; the config's later runs keep it.
-func ResetArgs(path string) []string {
+func resetArgs(path string) []string {
 	return []string{"server", "--cluster-reset", "--cluster-reset-restore-path=" + path, "--etcd-s3=false"}
 }
 
@@ -226,12 +227,12 @@ func markStarted(mark string, now int64) int64 {
 	return now
 }
 
-// RestoreFailure is the message of a failed cluster reset: k3s's words,
+// restoreFailure is the message of a failed cluster reset: k3s's words,
 // then where k3s kept the data it had (it renames <db>/etcd to
 // <db>/etcd-old-<unix time> before it restores, pkg/etcd/etcd.go Restore),
 // how to retry, how to roll back, and the mark that stops k3s_node from
 // starting a new cluster here meanwhile.
-func RestoreFailure(k3sMsg, db string, moved []string, etcdThere bool, mark string) string {
+func restoreFailure(k3sMsg, db string, moved []string, etcdThere bool, mark string) string {
 	etcd := filepath.Join(db, "etcd")
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s. k3s is stopped on every server, and disabled on this one (a reboot does not start it). ", k3sMsg)
@@ -296,9 +297,9 @@ func snapshotDir(dataDir, option, configPath string) string {
 	return filepath.Join(dataDir, "server", "db", "snapshots")
 }
 
-// SnapshotPath is the snapshot's file: an absolute path as it is, a name in
+// snapshotPath is the snapshot's file: an absolute path as it is, a name in
 // the snapshot directory dir; a missing one is refused naming those there.
-func SnapshotPath(dir, snapshot string) (string, error) {
+func snapshotPath(dir, snapshot string) (string, error) {
 	path := snapshot
 	if !filepath.IsAbs(snapshot) {
 		if filepath.Base(snapshot) != snapshot || snapshot == "." || snapshot == ".." {

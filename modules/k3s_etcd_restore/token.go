@@ -77,9 +77,9 @@ func resetToken(option, configPath, dataDir string) (token, from string, err err
 	return strings.TrimSpace(string(raw)), "this server's own token (" + path + ")", nil
 }
 
-// CheckToken refuses a snapshot that holds no bootstrap data for token:
+// checkToken refuses a snapshot that holds no bootstrap data for token:
 // k3s would replace the etcd data first, then refuse it.
-func CheckToken(path, token, from string) error {
+func checkToken(path, token, from string) error {
 	found, err := snapshotHolds(path, bootstrapKeys(token))
 	if err != nil {
 		return fmt.Errorf("snapshot %s: %w; nothing was changed", path, err)

@@ -8,5 +8,5 @@ import (
 
 // No no_log value reaches stdout, whatever shape the arguments take.
 func FuzzNoLog(f *testing.F) {
-	ansibletest.FuzzNoLog(f, Module, nil)
+	ansibletest.FuzzNoLog(f, module, nil)
 }

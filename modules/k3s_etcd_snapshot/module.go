@@ -1,12 +1,9 @@
-// Package k3setcdsnapshot is the k3s_etcd_snapshot module, served by the
-// k3s_node binary: it takes an etcd snapshot on a k3s server with embedded
-// etcd, by k3s's own `k3s etcd-snapshot save`, and lists the kept ones.
 package k3setcdsnapshot
 
 import "github.com/gitops-k3s-flux/k3s_flux/internal/ansible"
 
-// Module is k3s_etcd_snapshot.
-var Module = &ansible.Module{
+// module is k3s_etcd_snapshot.
+var module = &ansible.Module{
 	Name:             "k3s_etcd_snapshot",
 	ShortDescription: "Take an etcd snapshot on a k3s server and list the kept ones",
 	Description: []string{

@@ -15,11 +15,11 @@ import (
 )
 
 func TestSidecarDocs(t *testing.T) {
-	ansibletest.CheckSidecar(t, Module)
+	ansibletest.CheckSidecar(t, module)
 }
 
 func TestBadInputs(t *testing.T) {
-	ansibletest.CheckBadInputs(t, Module, ansibletest.BadInputs(Module, map[string]any{"name": "pre-upgrade"}))
+	ansibletest.CheckBadInputs(t, module, ansibletest.BadInputs(module, map[string]any{"name": "pre-upgrade"}))
 }
 
 const table = `Name                                   Location                                                                               Size    Created
@@ -31,31 +31,31 @@ func TestParseList(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		out  string
-		want []Snapshot
+		want []snapshot
 	}{
-		{name: "none", out: "Name Location Size Created\n", want: []Snapshot{}},
-		{name: "local ones, oldest first", out: table, want: []Snapshot{
+		{name: "none", out: "Name Location Size Created\n", want: []snapshot{}},
+		{name: "local ones, oldest first", out: table, want: []snapshot{
 			{Name: "etcd-snapshot-node1-1764892800", Location: "file:///var/lib/rancher/k3s/server/db/snapshots/etcd-snapshot-node1-1764892800", Size: 4300800, Created: "2026-12-05T00:00:00Z"},
 			{Name: "pre-upgrade-v1.36.3-k3s1-node1-1764900000", Location: "file:///var/lib/rancher/k3s/server/db/snapshots/pre-upgrade-v1.36.3-k3s1-node1-1764900000", Size: 4321280, Created: "2026-12-05T02:00:00Z"},
 		}},
-		{name: "k3s v1.27 on: S3's rows first at one time, each with its location", out: "Name Location Size Created\nb-node1-2 s3://snaps/k3s/b-node1-2 20 2026-12-05T02:00:00Z\nb-node1-2 file:///var/lib/rancher/k3s/server/db/snapshots/b-node1-2 20 2026-12-05T02:00:00Z\n", want: []Snapshot{
+		{name: "k3s v1.27 on: S3's rows first at one time, each with its location", out: "Name Location Size Created\nb-node1-2 s3://snaps/k3s/b-node1-2 20 2026-12-05T02:00:00Z\nb-node1-2 file:///var/lib/rancher/k3s/server/db/snapshots/b-node1-2 20 2026-12-05T02:00:00Z\n", want: []snapshot{
 			{Name: "b-node1-2", Location: "s3://snaps/k3s/b-node1-2", Size: 20, Created: "2026-12-05T02:00:00Z"},
 			{Name: "b-node1-2", Location: "file:///var/lib/rancher/k3s/server/db/snapshots/b-node1-2", Size: 20, Created: "2026-12-05T02:00:00Z"},
 		}},
-		{name: "before k3s v1.27: S3's without a location, and a log line between", out: "Name Size Created\nb-node1-2 20 2026-12-05T02:00:00Z\ntime=x level=info msg=listing\na-node1-1 10 2026-12-05T01:00:00Z\n", want: []Snapshot{
+		{name: "before k3s v1.27: S3's without a location, and a log line between", out: "Name Size Created\nb-node1-2 20 2026-12-05T02:00:00Z\ntime=x level=info msg=listing\na-node1-1 10 2026-12-05T01:00:00Z\n", want: []snapshot{
 			{Name: "a-node1-1", Location: "s3", Size: 10, Created: "2026-12-05T01:00:00Z"},
 			{Name: "b-node1-2", Location: "s3", Size: 20, Created: "2026-12-05T02:00:00Z"},
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			assert.Equal(t, tc.want, ParseList(tc.out))
+			assert.Equal(t, tc.want, parseList(tc.out))
 		})
 	}
 }
 
 func TestNewest(t *testing.T) {
 	at := func(s string) time.Time { v, _ := time.Parse(time.RFC3339, s); return v }
-	kept := []Snapshot{
+	kept := []snapshot{
 		{Name: "pre-upgrade-node1-1", Location: "file:///a", Created: "2026-12-05T01:00:00Z"},
 		{Name: "pre-upgrade-node1-2", Location: "s3", Created: "2026-12-05T02:00:00Z"},
 		{Name: "pre-upgrade-node1-2", Location: "s3://snapshots/k3s/pre-upgrade-node1-2", Created: "2026-12-05T02:00:00Z"},
@@ -74,20 +74,11 @@ func TestNewest(t *testing.T) {
 		{name: "none since the start", start: at("2026-12-05T02:00:02Z")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, found := Newest(kept, "pre-upgrade", tc.start)
+			got, found := newest(kept, "pre-upgrade", tc.start)
 			assert.Equal(t, tc.found, found)
 			assert.Equal(t, tc.want, got.Location)
 		})
 	}
-}
-
-func TestFatalMessage(t *testing.T) {
-	exit := errors.New("exit status 1")
-	assert.Equal(t, "etcd database not found in /var/lib/rancher/k3s/server",
-		FatalMessage("time=\"2026-12-05T04:00:00Z\" level=info msg=\"start\"\ntime=\"2026-12-05T04:00:00Z\" level=fatal msg=\"Error: etcd database not found in /var/lib/rancher/k3s/server\"\n", exit))
-	assert.Equal(t, `Post "https://127.0.0.1:6443/db/snapshot": connection refused`, FatalMessage("level=error msg=\"Post \\\"https://127.0.0.1:6443/db/snapshot\\\": connection refused\"", exit))
-	assert.Equal(t, "plain words", FatalMessage("\nplain words\n", exit))
-	assert.Equal(t, "exit status 1", FatalMessage("", exit))
 }
 
 // fakeK3s answers like k3s on a server: save adds a snapshot to what ls
@@ -99,9 +90,9 @@ type fakeK3s struct {
 	saved bool
 }
 
-func (f *fakeK3s) host() Host {
+func (f *fakeK3s) host() host {
 	now := time.Date(2026, 12, 5, 4, 0, 0, 0, time.UTC)
-	return Host{
+	return host{
 		Now:     func() time.Time { return now },
 		Secrets: func() []string { return []string{"s3-secret-value", "k10cluster-token"} },
 		K3s: func(_ context.Context, args ...string) (string, error) {
@@ -151,8 +142,8 @@ func TestRun(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			host := tc.k3s.host()
-			res, _, raw := ansibletest.Run(t, Module, func(ctx context.Context, req *ansible.Request) (*ansible.Result, error) {
-				return Run(ctx, req, host)
+			res, _, raw := ansibletest.Run(t, module, func(ctx context.Context, req *ansible.Request) (*ansible.Result, error) {
+				return run(ctx, req, host)
 			}, tc.args)
 			assert.Equal(t, tc.msg, res["msg"])
 			assert.Equal(t, tc.ran, tc.k3s.ran)

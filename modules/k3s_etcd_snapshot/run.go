@@ -15,10 +15,11 @@ import (
 	"time"
 
 	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible"
+	"github.com/gitops-k3s-flux/k3s_flux/internal/k3snode"
 )
 
-// Host is what Run needs of the node.
-type Host struct {
+// host is what Run needs of the node.
+type host struct {
 	// K3s runs the k3s binary: its standard output, or an error carrying
 	// k3s's own message.
 	K3s func(ctx context.Context, args ...string) (string, error)
@@ -27,8 +28,8 @@ type Host struct {
 	Now     func() time.Time
 }
 
-// Snapshot is one line of `k3s etcd-snapshot ls`.
-type Snapshot struct {
+// snapshot is one line of `k3s etcd-snapshot ls`.
+type snapshot struct {
 	Name     string `json:"name"`
 	Location string `json:"location"`
 	Size     int64  `json:"size"`
@@ -41,8 +42,8 @@ type args struct {
 
 var validName = regexp.MustCompile(`^[a-z0-9]([a-z0-9.-]{0,98}[a-z0-9])?$`)
 
-// Run takes the snapshot (not in check mode) and lists the kept ones.
-func Run(ctx context.Context, req *ansible.Request, h Host) (*ansible.Result, error) {
+// run takes the snapshot (not in check mode) and lists the kept ones.
+func run(ctx context.Context, req *ansible.Request, h host) (*ansible.Result, error) {
 	var a args
 	if err := req.Decode(&a); err != nil {
 		return nil, err
@@ -71,7 +72,7 @@ func Run(ctx context.Context, req *ansible.Request, h Host) (*ansible.Result, er
 	if err != nil {
 		return nil, err
 	}
-	taken, ok := Newest(kept, a.Name, start)
+	taken, ok := newest(kept, a.Name, start)
 	if !ok {
 		return nil, fmt.Errorf("k3s etcd-snapshot save --name %s succeeded, but k3s etcd-snapshot ls lists no snapshot %s-<node name>-<time> taken since %s", a.Name, a.Name, start.UTC().Format(time.RFC3339))
 	}
@@ -81,26 +82,26 @@ func Run(ctx context.Context, req *ansible.Request, h Host) (*ansible.Result, er
 	return res, nil
 }
 
-func list(ctx context.Context, h Host) ([]Snapshot, error) {
+func list(ctx context.Context, h host) ([]snapshot, error) {
 	out, err := h.K3s(ctx, "etcd-snapshot", "ls")
 	if err != nil {
 		return nil, fmt.Errorf("k3s etcd-snapshot ls: %w", err)
 	}
-	return ParseList(out), nil
+	return parseList(out), nil
 }
 
-// ParseList reads the table `k3s etcd-snapshot ls` prints: "Name Location
+// parseList reads the table `k3s etcd-snapshot ls` prints: "Name Location
 // Size Created", the location file://<path> or s3://<bucket>/<key>, every
 // row so since k3s v1.27 (pkg/cli/etcdsnapshot, list); k3s before listed
 // S3's as "Name Size Created" (location s3). Oldest first.
-func ParseList(out string) []Snapshot {
-	kept := []Snapshot{}
+func parseList(out string) []snapshot {
+	kept := []snapshot{}
 	for _, line := range strings.Split(out, "\n") {
 		f := strings.Fields(line)
 		if len(f) < 3 || f[0] == "Name" {
 			continue
 		}
-		s := Snapshot{Name: f[0], Location: "s3"}
+		s := snapshot{Name: f[0], Location: "s3"}
 		if len(f) >= 4 {
 			s.Location = f[1]
 		}
@@ -111,14 +112,14 @@ func ParseList(out string) []Snapshot {
 		s.Size, s.Created = size, f[len(f)-1]
 		kept = append(kept, s)
 	}
-	slices.SortStableFunc(kept, func(a, b Snapshot) int { return strings.Compare(a.Created, b.Created) })
+	slices.SortStableFunc(kept, func(a, b snapshot) int { return strings.Compare(a.Created, b.Created) })
 	return kept
 }
 
-// Newest is the latest snapshot named name-<node>-<time> created since
+// newest is the latest snapshot named name-<node>-<time> created since
 // start (k3s rounds the time to the second), a local one before one in S3.
-func Newest(kept []Snapshot, name string, start time.Time) (Snapshot, bool) {
-	var best Snapshot
+func newest(kept []snapshot, name string, start time.Time) (snapshot, bool) {
+	var best snapshot
 	var bestAt time.Time
 	found := false
 	for _, s := range kept {
@@ -126,16 +127,16 @@ func Newest(kept []Snapshot, name string, start time.Time) (Snapshot, bool) {
 		if err != nil || !strings.HasPrefix(s.Name, name+"-") || at.Before(start.Add(-time.Second).Truncate(time.Second)) {
 			continue
 		}
-		if !found || at.After(bestAt) || (at.Equal(bestAt) && InS3(best) && !InS3(s)) {
+		if !found || at.After(bestAt) || (at.Equal(bestAt) && inS3(best) && !inS3(s)) {
 			best, bestAt, found = s, at, true
 		}
 	}
 	return best, found
 }
 
-// InS3 says whether the snapshot is the copy in S3 (k3s lists one taken
+// inS3 says whether the snapshot is the copy in S3 (k3s lists one taken
 // with etcd-s3 twice, on the node and in the bucket, both at one time).
-func InS3(s Snapshot) bool {
+func inS3(s snapshot) bool {
 	return s.Location == "s3" || strings.HasPrefix(s.Location, "s3://")
 }
 
@@ -149,26 +150,8 @@ func runK3s(path string) func(ctx context.Context, args ...string) (string, erro
 		cmd := exec.CommandContext(ctx, path, args...)
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		if err := cmd.Run(); err != nil {
-			return "", fmt.Errorf("%s", FatalMessage(stderr.String(), err))
+			return "", fmt.Errorf("%s", k3snode.FatalMessage(stderr.String(), err))
 		}
 		return stdout.String(), nil
 	}
-}
-
-var logMsg = regexp.MustCompile(`level=(fatal|error) msg=("(?:[^"\\]|\\.)*")`)
-
-// FatalMessage is what k3s said when it failed: the msg of its last fatal
-// or error log line (k3s's main logs a failed command as "Error: <err>"),
-// else its last line of output, else how it exited.
-func FatalMessage(stderr string, exit error) string {
-	if m := logMsg.FindAllStringSubmatch(stderr, -1); len(m) > 0 {
-		if msg, err := strconv.Unquote(m[len(m)-1][2]); err == nil {
-			return strings.TrimPrefix(msg, "Error: ")
-		}
-	}
-	lines := strings.Split(strings.TrimSpace(stderr), "\n")
-	if last := strings.TrimSpace(lines[len(lines)-1]); last != "" {
-		return last
-	}
-	return exit.Error()
 }

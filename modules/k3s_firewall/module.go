@@ -1,12 +1,9 @@
-// Package k3sfirewall is the k3s_firewall module, served by the k3s_node
-// binary: when ufw or firewalld is active on the node, it allows in what
-// k3s needs for the node's role, adding only what is missing.
 package k3sfirewall
 
 import "github.com/gitops-k3s-flux/k3s_flux/internal/ansible"
 
-// Module is k3s_firewall.
-var Module = &ansible.Module{
+// module is k3s_firewall.
+var module = &ansible.Module{
 	Name:             "k3s_firewall",
 	ShortDescription: "Open the ports k3s needs in a node's ufw or firewalld, when one is active",
 	Description: []string{

@@ -15,13 +15,13 @@ import (
 )
 
 func TestSidecarDocs(t *testing.T) {
-	ansibletest.CheckSidecar(t, Module)
+	ansibletest.CheckSidecar(t, module)
 }
 
 // Every option's bad values, made from the spec: a clear msg naming the
 // option, the body never runs.
 func TestBadInputs(t *testing.T) {
-	ansibletest.CheckBadInputs(t, Module, ansibletest.BadInputs(Module, map[string]any{"role": "server"}))
+	ansibletest.CheckBadInputs(t, module, ansibletest.BadInputs(module, map[string]any{"role": "server"}))
 }
 
 // ufwHost is a host whose ufw is enabled and allows rules (ufw's tuples,
@@ -61,8 +61,8 @@ func runOn(t *testing.T, rules []string, args map[string]any) (map[string]any, i
 	var ran []string
 	host := ufwHost(rules, &ran)
 	args["_ansible_diff"] = true
-	res, code, _ := ansibletest.Run(t, Module, func(ctx context.Context, req *ansible.Request) (*ansible.Result, error) {
-		return Run(ctx, req, host)
+	res, code, _ := ansibletest.Run(t, module, func(ctx context.Context, req *ansible.Request) (*ansible.Result, error) {
+		return run(ctx, req, host)
 	}, args)
 	return res, code, ran
 }

@@ -27,9 +27,9 @@ func (a args) want() firewall.Want {
 		EmbeddedRegistry: a.EmbeddedRegistry, ClusterCIDRs: a.ClusterCIDR, ServiceCIDRs: a.ServiceCIDR}
 }
 
-// Run reads the firewall, plans what is missing and (not in check mode)
+// run reads the firewall, plans what is missing and (not in check mode)
 // adds it, one command at a time.
-func Run(ctx context.Context, req *ansible.Request, h firewall.Host) (*ansible.Result, error) {
+func run(ctx context.Context, req *ansible.Request, h firewall.Host) (*ansible.Result, error) {
 	var a args
 	if err := req.Decode(&a); err != nil {
 		return nil, err
@@ -56,7 +56,7 @@ func Run(ctx context.Context, req *ansible.Request, h firewall.Host) (*ansible.R
 		after = append(after, firewall.Listed(state.Firewall, r))
 	}
 	res.Diff = rulesDiff(state, append(append([]string{}, state.Allowed...), after...))
-	return res, run(ctx, req, h, state.Firewall, firewall.Commands(state.Firewall, missing))
+	return res, runCommands(ctx, req, h, state.Firewall, firewall.Commands(state.Firewall, missing))
 }
 
 // remove takes out the ufw rules this collection added.
@@ -76,7 +76,7 @@ func remove(ctx context.Context, req *ansible.Request, h firewall.Host, state fi
 		}
 	}
 	res.Diff = rulesDiff(state, kept)
-	return res, run(ctx, req, h, state.Firewall, firewall.RemoveCommands(state))
+	return res, runCommands(ctx, req, h, state.Firewall, firewall.RemoveCommands(state))
 }
 
 // rulesDiff is the firewall's rules before and after, when they differ.
@@ -94,8 +94,8 @@ func rulesDiff(state firewall.State, after []string) []ansible.Diff {
 	return []ansible.Diff{{Before: text(state.Allowed), After: text(after), BeforeHeader: header, AfterHeader: header}}
 }
 
-// run runs commands, one at a time, unless in check mode.
-func run(ctx context.Context, req *ansible.Request, h firewall.Host, fw string, commands [][]string) error {
+// runCommands runs commands, one at a time, unless in check mode.
+func runCommands(ctx context.Context, req *ansible.Request, h firewall.Host, fw string, commands [][]string) error {
 	if req.CheckMode {
 		return nil
 	}

@@ -1,6 +1,3 @@
-// Package k3smanifest is the k3s_manifest module, served by the k3s_node
-// binary: a manifest in a k3s server's auto-deploy directory, which k3s
-// applies at start and whenever the file changes.
 package k3smanifest
 
 import (
@@ -8,8 +5,8 @@ import (
 	"github.com/gitops-k3s-flux/k3s_flux/internal/k3snode"
 )
 
-// Module is k3s_manifest.
-var Module = &ansible.Module{
+// module is k3s_manifest.
+var module = &ansible.Module{
 	Name:             "k3s_manifest",
 	ShortDescription: "Keep a manifest in a k3s server's auto-deploy directory",
 	Description: []string{

@@ -12,11 +12,11 @@ import (
 )
 
 func TestSidecarDocs(t *testing.T) {
-	ansibletest.CheckSidecar(t, Module)
+	ansibletest.CheckSidecar(t, module)
 }
 
 func TestBadInputs(t *testing.T) {
-	ansibletest.CheckBadInputs(t, Module, ansibletest.BadInputs(Module, map[string]any{"name": "kube-vip", "content": configMap}))
+	ansibletest.CheckBadInputs(t, module, ansibletest.BadInputs(module, map[string]any{"name": "kube-vip", "content": configMap}))
 }
 
 const configMap = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: info\n  namespace: kube-system\n"
@@ -35,7 +35,7 @@ func TestObjects(t *testing.T) {
 		{name: "nothing", content: "---\n", err: "no object in it"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := Objects(tc.content)
+			got, err := manifestObjects(tc.content)
 			if tc.err != "" {
 				require.Error(t, err)
 				assert.Contains(t, err.Error(), tc.err)
@@ -55,7 +55,7 @@ func TestRun(t *testing.T) {
 		if args["name"] == nil {
 			args["name"] = "info"
 		}
-		res, _, _ := ansibletest.Run(t, Module, Run, args)
+		res, _, _ := ansibletest.Run(t, module, run, args)
 		return res
 	}
 	res := run(map[string]any{"content": configMap, "_ansible_check_mode": true})

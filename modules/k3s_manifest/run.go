@@ -26,9 +26,9 @@ type args struct {
 
 var validName = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
 
-// Run plans the file from what is there, then (not in check mode) writes or
+// run plans the file from what is there, then (not in check mode) writes or
 // removes it.
-func Run(_ context.Context, req *ansible.Request) (*ansible.Result, error) {
+func run(_ context.Context, req *ansible.Request) (*ansible.Result, error) {
 	var a args
 	if err := req.Decode(&a); err != nil {
 		return nil, err
@@ -40,7 +40,7 @@ func Run(_ context.Context, req *ansible.Request) (*ansible.Result, error) {
 	var objects []string
 	if a.State == "present" {
 		var err error
-		if objects, err = Objects(a.Content); err != nil {
+		if objects, err = manifestObjects(a.Content); err != nil {
 			return nil, fmt.Errorf("content: %w", err)
 		}
 	}
@@ -89,9 +89,9 @@ func read(path string) (string, bool, error) {
 	return string(raw), true, nil
 }
 
-// Objects lists the objects in a manifest, refusing a document k3s's
+// manifestObjects lists the objects in a manifest, refusing a document k3s's
 // deploy controller could not apply.
-func Objects(content string) ([]string, error) {
+func manifestObjects(content string) ([]string, error) {
 	dec := yaml.NewDecoder(bytes.NewReader([]byte(content)))
 	objects := []string{}
 	for i := 1; ; i++ {

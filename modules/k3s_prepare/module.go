@@ -2,18 +2,13 @@ package k3sprepare
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
 
 	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible"
-	"github.com/gitops-k3s-flux/k3s_flux/internal/atomicfile"
 	"github.com/gitops-k3s-flux/k3s_flux/internal/preflight"
 )
 
-// Module is k3s_prepare, served by the k3s_node binary.
-var Module = &ansible.Module{
+// module is k3s_prepare, served by the k3s_node binary.
+var module = &ansible.Module{
 	Name:             "k3s_prepare",
 	ShortDescription: "Make a host ready for k3s: the memory cgroup on a Raspberry Pi's kernel command line, the kernel modules loaded at boot",
 	Description: []string{
@@ -52,74 +47,10 @@ type args struct {
 	Modules []string `json:"modules"`
 }
 
-// Node is how Run reads, writes and runs commands on the host.
-type Node struct {
+// host is how Run reads, writes and runs commands on the host.
+type host struct {
 	Host     preflight.Host
 	Modprobe func(ctx context.Context, module string) error
-}
-
-// Run plans from what the files say now, then (not in check mode) writes
-// each change atomically and loads the modules.
-func (n Node) Run(ctx context.Context, req *ansible.Request) (*ansible.Result, error) {
-	var a args
-	if err := req.Decode(&a); err != nil {
-		return nil, err
-	}
-	files := Files{Cmdline: map[string]string{}}
-	for _, path := range preflight.CmdlineFiles {
-		if raw, err := os.ReadFile(filepath.Join(n.Host.Root, path)); err == nil {
-			files.Cmdline[path] = string(raw)
-		}
-	}
-	if raw, err := os.ReadFile(filepath.Join(n.Host.Root, ModulesLoadFile)); err == nil {
-		files.ModulesLoad = string(raw)
-	}
-	if raw, err := os.ReadFile(filepath.Join(n.Host.Root, SysctlFile)); err == nil {
-		files.Sysctl = string(raw)
-	}
-	if raw, err := os.ReadFile(filepath.Join(n.Host.Root, "/proc/cmdline")); err == nil {
-		files.Running = string(raw)
-	}
-	p, err := Decide(preflight.MemoryCgroupMissing(n.Host), files, a.Modules)
-	if err != nil {
-		return nil, err
-	}
-	res := &ansible.Result{Changed: len(p.Changes) > 0}
-	res.Set("reboot_required", p.RebootRequired)
-	notPrepared := append([]string{}, p.Unfixable...)
-	res.Set("not_prepared", notPrepared)
-	for _, c := range p.Changes {
-		res.Diff = append(res.Diff, ansible.Diff{Before: c.Before, After: c.After, BeforeHeader: c.Path, AfterHeader: c.Path})
-	}
-	if req.CheckMode {
-		return res, nil
-	}
-	for _, c := range p.Changes {
-		if err := atomicfile.Write(filepath.Join(n.Host.Root, c.Path), strings.NewReader(c.After), 0o644); err != nil {
-			return res, fmt.Errorf("write %s: %w", c.Path, err)
-		}
-	}
-	// Only what is not loaded or built in: a re-run runs no command.
-	for _, m := range a.Modules {
-		if n.Host.ModuleLoaded(m) {
-			continue
-		}
-		if err := n.Modprobe(ctx, m); err != nil {
-			notPrepared = append(notPrepared, fmt.Sprintf("kernel module %s: modprobe failed (%v): install the kernel's modules package", m, err))
-		}
-	}
-	// After the modules: the bridge's settings exist once br_netfilter is loaded.
-	for _, s := range Sysctls {
-		path := filepath.Join(n.Host.Root, "/proc/sys", strings.ReplaceAll(s.Key, ".", "/"))
-		if raw, err := os.ReadFile(path); err == nil && strings.TrimSpace(string(raw)) == s.Value {
-			continue
-		}
-		if err := os.WriteFile(path, []byte(s.Value+"\n"), 0o644); err != nil {
-			notPrepared = append(notPrepared, fmt.Sprintf("sysctl %s: could not be set now (%v); k3s sets it when it starts", s.Key, err))
-		}
-	}
-	res.Set("not_prepared", notPrepared)
-	return res, nil
 }
 
 // defaultModules: those k3s needs with flannel's default backend.

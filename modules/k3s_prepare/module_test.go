@@ -33,7 +33,7 @@ func TestRunOnAPi(t *testing.T) {
 		return string(raw)
 	}
 	var loaded []string
-	n := Node{Host: preflight.Host{Root: root}, Modprobe: func(_ context.Context, m string) error {
+	n := host{Host: preflight.Host{Root: root}, Modprobe: func(_ context.Context, m string) error {
 		if m == "vxlan" {
 			return errors.New("exit status 1")
 		}
@@ -45,8 +45,8 @@ func TestRunOnAPi(t *testing.T) {
 		return nil
 	}}
 	run := func(args map[string]any) map[string]any {
-		res, code, _ := ansibletest.Run(t, Module, func(ctx context.Context, req *ansible.Request) (*ansible.Result, error) {
-			return n.Run(ctx, req)
+		res, code, _ := ansibletest.Run(t, module, func(ctx context.Context, req *ansible.Request) (*ansible.Result, error) {
+			return run(ctx, req, n)
 		}, args)
 		require.Equal(t, 0, code, res["msg"])
 		return res
@@ -65,11 +65,11 @@ func TestRunOnAPi(t *testing.T) {
 	assert.Equal(t, true, res["changed"])
 	raw, _ = os.ReadFile(filepath.Join(root, "boot/firmware/cmdline.txt"))
 	assert.Equal(t, "console=tty1 root=PARTUUID=1 rootwait cgroup_memory=1 cgroup_enable=memory\n", string(raw))
-	raw, _ = os.ReadFile(filepath.Join(root, ModulesLoadFile))
+	raw, _ = os.ReadFile(filepath.Join(root, modulesLoadFile))
 	assert.Contains(t, string(raw), "br_netfilter\n")
 	assert.Equal(t, []string{"overlay", "br_netfilter"}, loaded)
-	raw, _ = os.ReadFile(filepath.Join(root, SysctlFile))
-	assert.Equal(t, SysctlConf(), string(raw))
+	raw, _ = os.ReadFile(filepath.Join(root, sysctlFile))
+	assert.Equal(t, sysctlConf(), string(raw))
 	assert.Equal(t, "1\n", sysctl("net/ipv4/ip_forward"))
 	assert.Equal(t, "1\n", sysctl("net/bridge/bridge-nf-call-iptables"))
 	assert.Equal(t, []any{"kernel module vxlan: modprobe failed (exit status 1): install the kernel's modules package"}, res["not_prepared"])
@@ -104,19 +104,19 @@ func TestRunNeverLoops(t *testing.T) {
 			write("sys/fs/cgroup/cgroup.controllers", "cpuset cpu io pids\n")
 			write("boot/firmware/cmdline.txt", tc.cmdline)
 			write("proc/cmdline", tc.running)
-			n := Node{Host: preflight.Host{Root: root}, Modprobe: func(context.Context, string) error {
+			n := host{Host: preflight.Host{Root: root}, Modprobe: func(context.Context, string) error {
 				t.Error("modprobe run: bad input changes nothing")
 				return nil
 			}}
-			res, code, _ := ansibletest.Run(t, Module, n.Run, map[string]any{})
+			res, code, _ := ansibletest.Run(t, module, func(ctx context.Context, req *ansible.Request) (*ansible.Result, error) { return run(ctx, req, n) }, map[string]any{})
 			assert.Equal(t, 1, code)
 			assert.Contains(t, res["msg"], tc.msg)
 			assert.NotEqual(t, true, res["reboot_required"])
 			raw, err := os.ReadFile(filepath.Join(root, "boot/firmware/cmdline.txt"))
 			require.NoError(t, err)
 			assert.Equal(t, tc.cmdline, string(raw), "left as it is")
-			assert.NoFileExists(t, filepath.Join(root, ModulesLoadFile))
-			assert.NoFileExists(t, filepath.Join(root, SysctlFile))
+			assert.NoFileExists(t, filepath.Join(root, modulesLoadFile))
+			assert.NoFileExists(t, filepath.Join(root, sysctlFile))
 		})
 	}
 }

@@ -1,23 +1,22 @@
-// Package k3sprepare is module k3s_prepare: it plans what makes a host
-// ready for k3s where preflight found it was not (the cgroup words on a
-// Raspberry Pi's kernel command line, the kernel modules loaded at boot,
-// the forwarding sysctls kept on), then carries the plan out. The plan is
-// pure: Node reads the files, asks for a plan, and writes it. Binary
-// cmd/k3s_node serves it.
 package k3sprepare
 
 import (
+	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
+	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible"
+	"github.com/gitops-k3s-flux/k3s_flux/internal/atomicfile"
 	"github.com/gitops-k3s-flux/k3s_flux/internal/preflight"
 )
 
-// Cmdline returns content with each of words that its first line lacks
+// cmdline returns content with each of words that its first line lacks
 // added at the end of that line (cmdline.txt is one line; the firmware
 // ignores the rest), and whether anything was added.
-func Cmdline(content string, words []string) (string, bool) {
+func cmdline(content string, words []string) (string, bool) {
 	first, rest, hasRest := strings.Cut(content, "\n")
 	have := strings.Fields(first)
 	var add []string
@@ -36,11 +35,11 @@ func Cmdline(content string, words []string) (string, bool) {
 	return line + "\n" + rest, true
 }
 
-// ModulesLoadFile is the modules-load.d file this collection writes.
-const ModulesLoadFile = "/etc/modules-load.d/k3s.conf"
+// modulesLoadFile is the modules-load.d file this collection writes.
+const modulesLoadFile = "/etc/modules-load.d/k3s.conf"
 
-// ModulesLoad is that file's content for modules, in the order given.
-func ModulesLoad(modules []string) string {
+// modulesLoad is that file's content for modules, in the order given.
+func modulesLoad(modules []string) string {
 	var b strings.Builder
 	b.WriteString("# Written by gitops.k3s_flux: kernel modules k3s needs, loaded at boot.\n")
 	for _, m := range modules {
@@ -49,38 +48,38 @@ func ModulesLoad(modules []string) string {
 	return b.String()
 }
 
-// SysctlFile is the sysctl.d file this collection writes. k3s turns
+// sysctlFile is the sysctl.d file this collection writes. k3s turns
 // forwarding and the bridge's netfilter calls on itself when it starts
 // (pkg/agent/syssetup, Configure), but every later `sysctl --system` (a
 // package upgrade, ufw's reload) applies the files again: this one keeps
 // them on. "99-" sorts it after the distribution's files.
-const SysctlFile = "/etc/sysctl.d/99-k3s.conf"
+const sysctlFile = "/etc/sysctl.d/99-k3s.conf"
 
-// Sysctl is one kernel setting, as sysctl.d names it.
-type Sysctl struct{ Key, Value string }
+// sysctl is one kernel setting, as sysctl.d names it.
+type sysctl struct{ Key, Value string }
 
-// Sysctls are those SysctlFile sets.
-var Sysctls = []Sysctl{{"net.ipv4.ip_forward", "1"}, {"net.bridge.bridge-nf-call-iptables", "1"}, {"net.bridge.bridge-nf-call-ip6tables", "1"}}
+// sysctls are those SysctlFile sets.
+var sysctls = []sysctl{{"net.ipv4.ip_forward", "1"}, {"net.bridge.bridge-nf-call-iptables", "1"}, {"net.bridge.bridge-nf-call-ip6tables", "1"}}
 
-// SysctlConf is that file's content.
-func SysctlConf() string {
+// sysctlConf is that file's content.
+func sysctlConf() string {
 	var b strings.Builder
 	b.WriteString("# Written by gitops.k3s_flux: what k3s sets when it starts, kept on by every sysctl --system.\n")
-	for _, s := range Sysctls {
+	for _, s := range sysctls {
 		b.WriteString(s.Key + " = " + s.Value + "\n")
 	}
 	return b.String()
 }
 
-// Change is one file preparation writes: its content before ("" when
+// change is one file preparation writes: its content before ("" when
 // missing) and after.
-type Change struct {
+type change struct {
 	Path, Before, After string
 }
 
-// Plan is what preparing a host does.
-type Plan struct {
-	Changes []Change
+// plan is what preparing a host does.
+type plan struct {
+	Changes []change
 	// RebootRequired: the kernel runs without the memory cgroup, and its
 	// command line (as changed, or as an earlier run changed it) fixes
 	// that at the next boot.
@@ -89,24 +88,24 @@ type Plan struct {
 	Unfixable []string
 }
 
-// Files is what Decide reads: each cmdline.txt that exists (by path), the
+// files is what Decide reads: each cmdline.txt that exists (by path), the
 // modules-load.d and sysctl.d files ("" when missing), and the command
 // line the running kernel booted with (/proc/cmdline).
-type Files struct {
+type files struct {
 	Cmdline     map[string]string
 	ModulesLoad string
 	Sysctl      string
 	Running     string
 }
 
-// Decide plans the cmdline.txt edit when the memory cgroup is missing
+// decide plans the cmdline.txt edit when the memory cgroup is missing
 // (the first of preflight.CmdlineFiles that exists; none: GRUB, by hand),
 // the modules-load.d file listing modules, and the sysctl.d file. When a
 // reboot would not bring the memory cgroup (cmdline.txt is not a command
 // line, or already asks for it in vain), it says why and plans nothing:
 // asking for a reboot then would reboot the host on every run.
-func Decide(memoryMissing bool, f Files, modules []string) (Plan, error) {
-	var p Plan
+func decide(memoryMissing bool, f files, modules []string) (plan, error) {
+	var p plan
 	if memoryMissing {
 		edited := false
 		for _, path := range preflight.CmdlineFiles {
@@ -115,10 +114,10 @@ func Decide(memoryMissing bool, f Files, modules []string) (Plan, error) {
 				continue
 			}
 			if err := cmdlineRefusal(path, content, f.Running); err != nil {
-				return Plan{}, err
+				return plan{}, err
 			}
-			if after, changed := Cmdline(content, preflight.CgroupWords); changed {
-				p.Changes = append(p.Changes, Change{Path: path, Before: content, After: after})
+			if after, changed := cmdline(content, preflight.CgroupWords); changed {
+				p.Changes = append(p.Changes, change{Path: path, Before: content, After: after})
 			}
 			edited = true
 			break
@@ -129,11 +128,11 @@ func Decide(memoryMissing bool, f Files, modules []string) (Plan, error) {
 			p.Unfixable = append(p.Unfixable, "the memory cgroup: no Raspberry Pi cmdline.txt here; add \"cgroup_memory=1 cgroup_enable=memory\" to GRUB_CMDLINE_LINUX in /etc/default/grub, run update-grub and reboot")
 		}
 	}
-	if want := ModulesLoad(modules); len(modules) > 0 && f.ModulesLoad != want {
-		p.Changes = append(p.Changes, Change{Path: ModulesLoadFile, Before: f.ModulesLoad, After: want})
+	if want := modulesLoad(modules); len(modules) > 0 && f.ModulesLoad != want {
+		p.Changes = append(p.Changes, change{Path: modulesLoadFile, Before: f.ModulesLoad, After: want})
 	}
-	if want := SysctlConf(); f.Sysctl != want {
-		p.Changes = append(p.Changes, Change{Path: SysctlFile, Before: f.Sysctl, After: want})
+	if want := sysctlConf(); f.Sysctl != want {
+		p.Changes = append(p.Changes, change{Path: sysctlFile, Before: f.Sysctl, After: want})
 	}
 	return p, nil
 }
@@ -187,4 +186,68 @@ func lastIndex(words []string, w string) int {
 		}
 	}
 	return -1
+}
+
+// run plans from what the files say now, then (not in check mode) writes
+// each change atomically and loads the modules.
+func run(ctx context.Context, req *ansible.Request, n host) (*ansible.Result, error) {
+	var a args
+	if err := req.Decode(&a); err != nil {
+		return nil, err
+	}
+	files := files{Cmdline: map[string]string{}}
+	for _, path := range preflight.CmdlineFiles {
+		if raw, err := os.ReadFile(filepath.Join(n.Host.Root, path)); err == nil {
+			files.Cmdline[path] = string(raw)
+		}
+	}
+	if raw, err := os.ReadFile(filepath.Join(n.Host.Root, modulesLoadFile)); err == nil {
+		files.ModulesLoad = string(raw)
+	}
+	if raw, err := os.ReadFile(filepath.Join(n.Host.Root, sysctlFile)); err == nil {
+		files.Sysctl = string(raw)
+	}
+	if raw, err := os.ReadFile(filepath.Join(n.Host.Root, "/proc/cmdline")); err == nil {
+		files.Running = string(raw)
+	}
+	p, err := decide(preflight.MemoryCgroupMissing(n.Host), files, a.Modules)
+	if err != nil {
+		return nil, err
+	}
+	res := &ansible.Result{Changed: len(p.Changes) > 0}
+	res.Set("reboot_required", p.RebootRequired)
+	notPrepared := append([]string{}, p.Unfixable...)
+	res.Set("not_prepared", notPrepared)
+	for _, c := range p.Changes {
+		res.Diff = append(res.Diff, ansible.Diff{Before: c.Before, After: c.After, BeforeHeader: c.Path, AfterHeader: c.Path})
+	}
+	if req.CheckMode {
+		return res, nil
+	}
+	for _, c := range p.Changes {
+		if err := atomicfile.Write(filepath.Join(n.Host.Root, c.Path), strings.NewReader(c.After), 0o644); err != nil {
+			return res, fmt.Errorf("write %s: %w", c.Path, err)
+		}
+	}
+	// Only what is not loaded or built in: a re-run runs no command.
+	for _, m := range a.Modules {
+		if n.Host.ModuleLoaded(m) {
+			continue
+		}
+		if err := n.Modprobe(ctx, m); err != nil {
+			notPrepared = append(notPrepared, fmt.Sprintf("kernel module %s: modprobe failed (%v): install the kernel's modules package", m, err))
+		}
+	}
+	// After the modules: the bridge's settings exist once br_netfilter is loaded.
+	for _, s := range sysctls {
+		path := filepath.Join(n.Host.Root, "/proc/sys", strings.ReplaceAll(s.Key, ".", "/"))
+		if raw, err := os.ReadFile(path); err == nil && strings.TrimSpace(string(raw)) == s.Value {
+			continue
+		}
+		if err := os.WriteFile(path, []byte(s.Value+"\n"), 0o644); err != nil {
+			notPrepared = append(notPrepared, fmt.Sprintf("sysctl %s: could not be set now (%v); k3s sets it when it starts", s.Key, err))
+		}
+	}
+	res.Set("not_prepared", notPrepared)
+	return res, nil
 }

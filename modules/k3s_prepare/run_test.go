@@ -23,10 +23,10 @@ func TestCmdline(t *testing.T) {
 		{"extra spaces", "root=/dev/sda2   quiet  \n", "root=/dev/sda2 quiet cgroup_memory=1 cgroup_enable=memory\n", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, changed := Cmdline(tc.in, preflight.CgroupWords)
+			got, changed := cmdline(tc.in, preflight.CgroupWords)
 			assert.Equal(t, tc.want, got)
 			assert.Equal(t, tc.changed, changed)
-			again, changedAgain := Cmdline(got, preflight.CgroupWords)
+			again, changedAgain := cmdline(got, preflight.CgroupWords)
 			assert.Equal(t, got, again, "idempotent")
 			assert.False(t, changedAgain)
 		})
@@ -34,12 +34,12 @@ func TestCmdline(t *testing.T) {
 }
 
 func TestModulesLoad(t *testing.T) {
-	assert.Equal(t, "# Written by gitops.k3s_flux: kernel modules k3s needs, loaded at boot.\noverlay\nbr_netfilter\nvxlan\n", ModulesLoad([]string{"overlay", "br_netfilter", "vxlan"}))
+	assert.Equal(t, "# Written by gitops.k3s_flux: kernel modules k3s needs, loaded at boot.\noverlay\nbr_netfilter\nvxlan\n", modulesLoad([]string{"overlay", "br_netfilter", "vxlan"}))
 }
 
 func TestSysctlConf(t *testing.T) {
 	assert.Equal(t, "# Written by gitops.k3s_flux: what k3s sets when it starts, kept on by every sysctl --system.\n"+
-		"net.ipv4.ip_forward = 1\nnet.bridge.bridge-nf-call-iptables = 1\nnet.bridge.bridge-nf-call-ip6tables = 1\n", SysctlConf())
+		"net.ipv4.ip_forward = 1\nnet.bridge.bridge-nf-call-iptables = 1\nnet.bridge.bridge-nf-call-ip6tables = 1\n", sysctlConf())
 }
 
 func TestDecide(t *testing.T) {
@@ -47,13 +47,13 @@ func TestDecide(t *testing.T) {
 	withWords := "root=/dev/mmcblk0p2 rootwait cgroup_memory=1 cgroup_enable=memory\n"
 	bootedWith := "coherent_pool=1M 8250.nr_uarts=1 cgroup_disable=memory " + withWords
 	modules := []string{"overlay", "br_netfilter", "vxlan"}
-	prepared := func(cmdline string) Files {
-		return Files{Cmdline: map[string]string{"/boot/cmdline.txt": cmdline}, ModulesLoad: ModulesLoad(modules), Sysctl: SysctlConf()}
+	prepared := func(cmdline string) files {
+		return files{Cmdline: map[string]string{"/boot/cmdline.txt": cmdline}, ModulesLoad: modulesLoad(modules), Sysctl: sysctlConf()}
 	}
 	for _, tc := range []struct {
 		name          string
 		memoryMissing bool
-		files         Files
+		files         files
 		running       string // /proc/cmdline
 		wantPaths     []string
 		reboot        bool
@@ -61,13 +61,13 @@ func TestDecide(t *testing.T) {
 		err           string
 	}{
 		{name: "Pi OS Bookworm without memory: /boot/firmware, not the stub in /boot", memoryMissing: true,
-			files:     Files{Cmdline: map[string]string{"/boot/firmware/cmdline.txt": bookworm, "/boot/cmdline.txt": "# moved\n"}},
-			wantPaths: []string{"/boot/firmware/cmdline.txt", ModulesLoadFile, SysctlFile}, reboot: true},
+			files:     files{Cmdline: map[string]string{"/boot/firmware/cmdline.txt": bookworm, "/boot/cmdline.txt": "# moved\n"}},
+			wantPaths: []string{"/boot/firmware/cmdline.txt", modulesLoadFile, sysctlFile}, reboot: true},
 		{name: "edited by an earlier run, not rebooted yet", memoryMissing: true, files: prepared(withWords),
 			running: "root=/dev/mmcblk0p2 rootwait\n", reboot: true},
-		{name: "memory there: cmdline.txt left alone", files: Files{Cmdline: map[string]string{"/boot/firmware/cmdline.txt": bookworm}, ModulesLoad: ModulesLoad(modules), Sysctl: SysctlConf()}},
-		{name: "a PC without memory: by hand", memoryMissing: true, files: Files{ModulesLoad: ModulesLoad(modules), Sysctl: SysctlConf()}, unfixable: true},
-		{name: "a sysctl file edited by hand is written again", files: Files{ModulesLoad: ModulesLoad(modules), Sysctl: "net.ipv4.ip_forward = 0\n"}, wantPaths: []string{SysctlFile}},
+		{name: "memory there: cmdline.txt left alone", files: files{Cmdline: map[string]string{"/boot/firmware/cmdline.txt": bookworm}, ModulesLoad: modulesLoad(modules), Sysctl: sysctlConf()}},
+		{name: "a PC without memory: by hand", memoryMissing: true, files: files{ModulesLoad: modulesLoad(modules), Sysctl: sysctlConf()}, unfixable: true},
+		{name: "a sysctl file edited by hand is written again", files: files{ModulesLoad: modulesLoad(modules), Sysctl: "net.ipv4.ip_forward = 0\n"}, wantPaths: []string{sysctlFile}},
 		{name: "booted with the words and still no memory: the kernel's, no reboot", memoryMissing: true, files: prepared(withWords), running: bootedWith,
 			err: "the kernel does not offer the memory cgroup although /boot/cmdline.txt asks for it"},
 		{name: "cgroup_disable=memory beside the words: remove it, no reboot", memoryMissing: true,
@@ -91,7 +91,7 @@ func TestDecide(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.files.Running = tc.running
-			p, err := Decide(tc.memoryMissing, tc.files, modules)
+			p, err := decide(tc.memoryMissing, tc.files, modules)
 			if tc.err != "" {
 				require.Error(t, err)
 				assert.Contains(t, err.Error(), tc.err)

@@ -9,5 +9,5 @@ import (
 // Each bad value of each option is refused with a message naming it, and
 // the module body never runs.
 func TestBadInputs(t *testing.T) {
-	ansibletest.CheckBadInputs(t, Module, ansibletest.BadInputs(Module, map[string]any{}))
+	ansibletest.CheckBadInputs(t, module, ansibletest.BadInputs(module, map[string]any{}))
 }

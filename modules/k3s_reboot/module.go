@@ -1,13 +1,9 @@
-// Package k3sreboot is the k3s_reboot module, served by the k3s_node
-// binary: the node side of a reboot without Python. The module schedules
-// the reboot and returns the boot id; the action plugin waits for the host
-// to answer with another.
 package k3sreboot
 
 import "github.com/gitops-k3s-flux/k3s_flux/internal/ansible"
 
-// Module is k3s_reboot.
-var Module = &ansible.Module{
+// module is k3s_reboot.
+var module = &ansible.Module{
 	Name:             "k3s_reboot",
 	ShortDescription: "Reboot a host without Python and wait until it is back with a new boot id",
 	Description: []string{

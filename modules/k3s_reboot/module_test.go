@@ -13,7 +13,7 @@ import (
 )
 
 func TestSidecarDocs(t *testing.T) {
-	ansibletest.CheckSidecar(t, Module)
+	ansibletest.CheckSidecar(t, module)
 }
 
 func TestCommand(t *testing.T) {
@@ -28,7 +28,7 @@ func TestCommand(t *testing.T) {
 		{name: "neither", wantErr: "neither systemctl nor reboot is on the host's PATH: reboot it by hand"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := Command(lookPathOf(tc.found...))
+			got, err := command(lookPathOf(tc.found...))
 			if tc.wantErr != "" {
 				assert.EqualError(t, err, tc.wantErr)
 				return
@@ -64,13 +64,13 @@ func TestRun(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var scheduled [][]string
-			node := Node{
+			node := host{
 				ReadFile: func(string) ([]byte, error) { return []byte("2d5a3c3e-6f1d-4c0e-9a8b-5b1e0d1c2f3a\n"), nil },
 				LookPath: lookPathOf("systemctl"),
 				Schedule: func(c []string) error { scheduled = append(scheduled, c); return nil },
 			}
-			res, code, _ := ansibletest.Run(t, Module, func(ctx context.Context, req *ansible.Request) (*ansible.Result, error) {
-				return node.Run(ctx, req)
+			res, code, _ := ansibletest.Run(t, module, func(ctx context.Context, req *ansible.Request) (*ansible.Result, error) {
+				return run(ctx, req, node)
 			}, tc.args)
 			assert.Equal(t, tc.code, code, res)
 			assert.Equal(t, tc.scheduled, scheduled)

@@ -11,11 +11,11 @@ import (
 	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible"
 )
 
-// BootIDFile is where Linux tells the id of the current boot.
-const BootIDFile = "/proc/sys/kernel/random/boot_id"
+// bootIDFile is where Linux tells the id of the current boot.
+const bootIDFile = "/proc/sys/kernel/random/boot_id"
 
-// Node is what Run needs of the host.
-type Node struct {
+// host is what Run needs of the host.
+type host struct {
 	ReadFile func(path string) ([]byte, error)
 	LookPath func(name string) (string, error)
 	// Schedule starts command detached from the module, to run once the
@@ -23,9 +23,9 @@ type Node struct {
 	Schedule func(command []string) error
 }
 
-// Command is how to reboot a host: systemd's systemctl where it is, else
+// command is how to reboot a host: systemd's systemctl where it is, else
 // the init system's reboot (OpenRC, BusyBox).
-func Command(lookPath func(string) (string, error)) ([]string, error) {
+func command(lookPath func(string) (string, error)) ([]string, error) {
 	if _, err := lookPath("systemctl"); err == nil {
 		return []string{"systemctl", "reboot"}, nil
 	}
@@ -35,13 +35,13 @@ func Command(lookPath func(string) (string, error)) ([]string, error) {
 	return nil, errors.New("neither systemctl nor reboot is on the host's PATH: reboot it by hand")
 }
 
-// Run reads the boot id, then (not in check mode) schedules the reboot.
-func (n Node) Run(_ context.Context, req *ansible.Request) (*ansible.Result, error) {
-	raw, err := n.ReadFile(BootIDFile)
+// run reads the boot id, then (not in check mode) schedules the reboot.
+func run(_ context.Context, req *ansible.Request, n host) (*ansible.Result, error) {
+	raw, err := n.ReadFile(bootIDFile)
 	if err != nil {
 		return nil, fmt.Errorf("read the boot id: %w", err)
 	}
-	command, err := Command(n.LookPath)
+	command, err := command(n.LookPath)
 	if err != nil {
 		return nil, err
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	k3setcdrestore "github.com/gitops-k3s-flux/k3s_flux/modules/k3s_etcd_restore"
+	"github.com/gitops-k3s-flux/k3s_flux/internal/etcdsnapshot"
 )
 
 func TestParseSnapshotArgs(t *testing.T) {
@@ -87,7 +87,7 @@ func TestSnapshotContent(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, kept, 1)
 	assert.Regexp(t, `^z-node1-\d{10}\.zip$`, kept[0].name, "compressed, as k3s names it")
-	require.NoError(t, k3setcdrestore.CheckSnapshot(filepath.Join(dir, kept[0].name)), "what k3s_etcd_restore takes for an etcd snapshot")
+	require.NoError(t, etcdsnapshot.Check(filepath.Join(dir, kept[0].name)), "what k3s_etcd_restore takes for an etcd snapshot")
 	raw, err := readSnapshotFile(filepath.Join(dir, kept[0].name))
 	require.NoError(t, err)
 	payload, err := restoredPayload(raw)

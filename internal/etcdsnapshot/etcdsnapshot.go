@@ -1,4 +1,7 @@
-package k3setcdrestore
+// Package etcdsnapshot tells a file k3s can restore as an etcd snapshot from
+// one it cannot, before anything stops: module k3s_etcd_restore refuses the
+// latter, and the test bed's k3s stand-in checks its snapshots against it.
+package etcdsnapshot
 
 import (
 	"archive/zip"
@@ -41,11 +44,11 @@ func (e *notSnapshot) Error() string { return e.reason }
 
 func refuse(format string, a ...any) error { return &notSnapshot{fmt.Sprintf(format, a...)} }
 
-// CheckSnapshot reads the file at path and refuses one k3s's restore would
+// Check reads the file at path and refuses one k3s's restore would
 // fail on (after moving the etcd data aside): no bbolt database, a damaged
 // header, a file cut short, no sha256 or a wrong one, a zip archive that
 // is not one such file.
-func CheckSnapshot(path string) error {
+func Check(path string) error {
 	err := checkSnapshotFile(path)
 	var not *notSnapshot
 	if errors.As(err, &not) {

@@ -1,60 +1,19 @@
-package k3setcdrestore
+package etcdsnapshot
 
 import (
 	"archive/zip"
 	"bytes"
-	"crypto/sha256"
 	"encoding/binary"
-	"hash/fnv"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/gitops-k3s-flux/k3s_flux/internal/etcdsnapshot/etcdsnapshottest"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-// boltDB is a database as bbolt lays it out (internal/common/page.go and
-// meta.go): meta pages 0 and 1 (a page header, then magic, version, page
-// size, flags, the root bucket, freelist, high-water mark, txid and the
-// FNV-64a of those), the freelist on page 2, the root bucket's leaf on page
-// 3, and pages of content up to the high-water mark. Little-endian, as on
-// every CPU the collection serves.
-func boltDB(pageSize, pages int, tweak func(meta []byte)) []byte {
-	db := make([]byte, pageSize*pages)
-	for id := range 2 {
-		p := db[id*pageSize:]
-		binary.LittleEndian.PutUint64(p[0:], uint64(id))
-		binary.LittleEndian.PutUint16(p[8:], 0x04) // meta page
-		m := p[16 : 16+64]
-		binary.LittleEndian.PutUint32(m[0:], 0xED0CDAED)
-		binary.LittleEndian.PutUint32(m[4:], 2)
-		binary.LittleEndian.PutUint32(m[8:], uint32(pageSize))
-		binary.LittleEndian.PutUint64(m[16:], 3) // root bucket's page
-		binary.LittleEndian.PutUint64(m[32:], 2) // freelist's page
-		binary.LittleEndian.PutUint64(m[40:], uint64(pages))
-		binary.LittleEndian.PutUint64(m[48:], uint64(id+1))
-		if tweak != nil {
-			tweak(m)
-		}
-		h := fnv.New64a()
-		h.Write(m[:56])
-		binary.LittleEndian.PutUint64(m[56:], h.Sum64())
-	}
-	binary.LittleEndian.PutUint16(db[2*pageSize+8:], 0x10) // freelist
-	binary.LittleEndian.PutUint16(db[3*pageSize+8:], 0x02) // leaf
-	for i := 4 * pageSize; i < len(db); i++ {
-		db[i] = byte(i)
-	}
-	return db
-}
-
-// etcdSnapshot is what etcd's snapshot save writes: the database, then its sha256.
-func etcdSnapshot(db []byte) []byte {
-	sum := sha256.Sum256(db)
-	return append(bytes.Clone(db), sum[:]...)
-}
 
 func zipped(t *testing.T, files map[string][]byte) []byte {
 	var buf bytes.Buffer
@@ -70,12 +29,12 @@ func zipped(t *testing.T, files map[string][]byte) []byte {
 }
 
 func TestCheckSnapshot(t *testing.T) {
-	good := etcdSnapshot(boltDB(4096, 6, nil))
+	good := etcdsnapshottest.Snapshot(etcdsnapshottest.BoltDB(4096, 6, nil))
 	passwd, _ := os.ReadFile("/etc/passwd")
 	if len(passwd) == 0 {
 		passwd = []byte("root:x:0:0:root:/root:/bin/bash\n")
 	}
-	badMeta := boltDB(4096, 6, nil)
+	badMeta := etcdsnapshottest.BoltDB(4096, 6, nil)
 	badMeta[16+20] ^= 0xff // meta 0's root bucket, after its checksum was taken
 	badMeta[4096+16+20] ^= 0xff
 	for _, tc := range []struct {
@@ -85,7 +44,7 @@ func TestCheckSnapshot(t *testing.T) {
 		err     string // "" when it is an etcd snapshot
 	}{
 		{name: "a snapshot as etcd saves it", content: good},
-		{name: "pages of 16 KiB (arm64 kernels)", content: etcdSnapshot(boltDB(16384, 5, nil))},
+		{name: "pages of 16 KiB (arm64 kernels)", content: etcdsnapshottest.Snapshot(etcdsnapshottest.BoltDB(16384, 5, nil))},
 		{name: "zipped, as etcd-snapshot-compress writes it", file: "s.zip", content: zipped(t, map[string][]byte{"s": good})},
 		{name: "/etc/passwd", content: passwd, err: "it does not start with a bbolt database (the magic 0xED0CDAED of etcd's database file)"},
 		{name: "empty", content: nil, err: "it does not start with a bbolt database (the magic 0xED0CDAED of etcd's database file)"},
@@ -93,16 +52,16 @@ func TestCheckSnapshot(t *testing.T) {
 			err: "it is cut short: its header counts 6 pages of 4096 bytes (24576 bytes) and etcd appends a 32-byte sha256, the file has 12304 bytes (a copy that stopped early?)"},
 		{name: "cut short to a page boundary", content: good[:4*4096],
 			err: "it is cut short: its header counts 6 pages of 4096 bytes (24576 bytes) and etcd appends a 32-byte sha256, the file has 16384 bytes (a copy that stopped early?)"},
-		{name: "the live database, not a snapshot", content: boltDB(4096, 6, nil),
+		{name: "the live database, not a snapshot", content: etcdsnapshottest.BoltDB(4096, 6, nil),
 			err: "it ends without the sha256 etcd's snapshot save appends (a copy of the live database, server/db/etcd/member/snap/db, is no snapshot), and k3s refuses it"},
 		{name: "changed after it was saved", content: func() []byte { c := bytes.Clone(good); c[5*4096] ^= 1; return c }(),
 			err: "the sha256 at its end does not match its content: it changed after etcd saved it"},
-		{name: "damaged header", content: etcdSnapshot(badMeta), err: "both bbolt meta pages fail their checksum: the header is damaged"},
-		{name: "another bbolt version", content: etcdSnapshot(boltDB(4096, 6, func(m []byte) { binary.LittleEndian.PutUint32(m[4:], 1) })),
+		{name: "damaged header", content: etcdsnapshottest.Snapshot(badMeta), err: "both bbolt meta pages fail their checksum: the header is damaged"},
+		{name: "another bbolt version", content: etcdsnapshottest.Snapshot(etcdsnapshottest.BoltDB(4096, 6, func(m []byte) { binary.LittleEndian.PutUint32(m[4:], 1) })),
 			err: "its bbolt format version is 1, etcd's is 2"},
-		{name: "a page size etcd never writes", content: etcdSnapshot(boltDB(4096, 6, func(m []byte) { binary.LittleEndian.PutUint32(m[8:], 3000) })),
+		{name: "a page size etcd never writes", content: etcdsnapshottest.Snapshot(etcdsnapshottest.BoltDB(4096, 6, func(m []byte) { binary.LittleEndian.PutUint32(m[8:], 3000) })),
 			err: "its bbolt page size 3000 is none etcd writes (a power of two from 1 KiB to 64 KiB)"},
-		{name: "fewer pages than a database has", content: etcdSnapshot(boltDB(4096, 6, func(m []byte) { binary.LittleEndian.PutUint64(m[40:], 2) })),
+		{name: "fewer pages than a database has", content: etcdsnapshottest.Snapshot(etcdsnapshottest.BoltDB(4096, 6, func(m []byte) { binary.LittleEndian.PutUint64(m[40:], 2) })),
 			err: "its bbolt header counts 2 pages, fewer than the 4 of an empty database"},
 		{name: "a zip of two files", file: "s.zip", content: zipped(t, map[string][]byte{"a": good, "b": good}),
 			err: "it is a zip archive of 2 files; a compressed k3s snapshot holds one"},
@@ -120,7 +79,7 @@ func TestCheckSnapshot(t *testing.T) {
 			}
 			path := filepath.Join(t.TempDir(), name)
 			require.NoError(t, os.WriteFile(path, tc.content, 0o600))
-			err := CheckSnapshot(path)
+			err := Check(path)
 			if tc.err == "" {
 				assert.NoError(t, err)
 				return
