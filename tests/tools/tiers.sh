@@ -43,6 +43,7 @@ count() {
 }
 
 summary=()
+failures=()
 total_passed=0
 total_failed=0
 failed_tiers=0
@@ -71,6 +72,7 @@ for entry in "${tiers[@]}"; do
     if [ "$rc" -ne 0 ]; then
       result=FAILED
       failed_tiers=$((failed_tiers + 1))
+      failures+=("$name|$dir/$i.log")
     fi
     echo "=== tier: $name: $result in $seconds s ($passed passed, $failed failed)"
     summary+=("$(printf '%-28s %-7s %7d %7d %8d' "$name" "$result" "$passed" "$failed" "$seconds")")
@@ -78,6 +80,18 @@ for entry in "${tiers[@]}"; do
     total_failed=$((total_failed + failed))
   done
 done
+
+# What failed, where the end of the output shows it (CI keeps the end): each failed tier's failed
+# tests, their assertions and the failed plays' lines, and the whole logs kept.
+if [ "${#failures[@]}" -gt 0 ]; then
+  trap - EXIT
+  echo
+  echo "make test: what failed (every tier's whole log is kept in $logs)"
+  for f in "${failures[@]}"; do
+    echo "--- ${f%%|*}"
+    grep -E '^[[:space:]]*--- FAIL: |^[[:space:]]+(Error|Messages):|fatal: \[|^FAIL[[:space:]]|\*\*\* ' "${f#*|}" | cut -c1-400 | head -60
+  done
+fi
 
 echo
 echo "make test: summary"
