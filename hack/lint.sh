@@ -61,14 +61,11 @@ ANSIBLE_HOME="$cache/ansible-lint-home" ANSIBLE_COLLECTIONS_PATH="$collections" 
 # tools' pins, made once it passed).
 echo "lint: antsibull-changelog lint, CHANGELOG.rst current"
 antsibull-changelog lint
-changelog="$(mktemp)"
-antsibull-changelog generate --output "$changelog"
-if ! cmp -s "$changelog" CHANGELOG.rst; then
-  rm -f "$changelog"
+antsibull-changelog generate --output "$collections/CHANGELOG.rst"
+if ! cmp -s "$collections/CHANGELOG.rst" CHANGELOG.rst; then
   echo "CHANGELOG.rst is not what antsibull-changelog generates from changelogs/changelog.yaml: run antsibull-changelog generate" >&2
   exit 1
 fi
-rm -f "$changelog"
 docs_inputs="$( (echo galaxy.yml; echo hack/requirements-dev.txt; find plugins roles meta docs/docsite \( -path plugins/bin -o -name __pycache__ \) -prune -o -type f -print) | LC_ALL=C sort | xargs sha256sum | sha256sum | cut -c1-32)"
 stamp="$cache/antsibull-docs-passed/$docs_inputs"
 if [ -e "$stamp" ]; then

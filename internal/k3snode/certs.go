@@ -35,6 +35,18 @@ var certDirs = []string{filepath.Join("server", "tls"), "agent"}
 // key files are never read.
 func Certificates(where Paths) ([]Certificate, error) {
 	var out []Certificate
+	// add keeps the certificates of raw, read from path (what names them in
+	// an error).
+	add := func(path, what string, raw []byte) error {
+		certs, err := parsePEMCertificates(raw)
+		if err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		for _, c := range certs {
+			out = append(out, Certificate{Path: path, Subject: c.Subject.CommonName, NotAfter: c.NotAfter})
+		}
+		return nil
+	}
 	for _, dir := range certDirs {
 		root := filepath.Join(where.DataDir, dir)
 		err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
@@ -51,14 +63,7 @@ func Certificates(where Paths) ([]Certificate, error) {
 			if err != nil {
 				return err
 			}
-			certs, err := parsePEMCertificates(raw)
-			if err != nil {
-				return fmt.Errorf("%s: %w", path, err)
-			}
-			for _, c := range certs {
-				out = append(out, Certificate{Path: path, Subject: c.Subject.CommonName, NotAfter: c.NotAfter})
-			}
-			return nil
+			return add(path, path, raw)
 		})
 		if err != nil {
 			return nil, fmt.Errorf("read k3s's certificates: %w", err)
@@ -70,12 +75,8 @@ func Certificates(where Paths) ([]Certificate, error) {
 			return nil, fmt.Errorf("read k3s's certificates: %w", err)
 		}
 		if creds.cert != nil {
-			certs, err := parsePEMCertificates(creds.cert)
-			if err != nil {
-				return nil, fmt.Errorf("read k3s's certificates: %s: client-certificate-data: %w", where.Kubeconfig, err)
-			}
-			for _, c := range certs {
-				out = append(out, Certificate{Path: where.Kubeconfig, Subject: c.Subject.CommonName, NotAfter: c.NotAfter})
+			if err := add(where.Kubeconfig, where.Kubeconfig+": client-certificate-data", creds.cert); err != nil {
+				return nil, fmt.Errorf("read k3s's certificates: %w", err)
 			}
 		}
 	}

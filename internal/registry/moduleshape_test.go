@@ -91,8 +91,9 @@ func readShape(t *testing.T, dir string) moduleShape {
 }
 
 // interfaceMethods are exported methods a module's own types must have to
-// satisfy another package's interface (Helm's kube client), not exports.
-var interfaceMethods = []string{"Wait", "WaitWithJobs", "WaitForDelete", "WatchUntilReady", "Error"}
+// satisfy another package's interface (flux_operator's wait client, Helm's
+// kube.Interface), not exports.
+var interfaceMethods = []string{"Wait", "WaitWithJobs"}
 
 // TestModulesKeepOneShape reads every module's Go source and fails when one
 // departs from the shape docs/architecture.md describes: the package doc

@@ -25,16 +25,8 @@ func moduleTasks(tasks []map[string]any, module, where string) map[string]map[st
 			out[at] = args
 		}
 		for _, key := range []string{"block", "rescue", "always"} {
-			if inner, ok := task[key].([]any); ok {
-				var nested []map[string]any
-				for _, t := range inner {
-					if m, ok := t.(map[string]any); ok {
-						nested = append(nested, m)
-					}
-				}
-				for k, v := range moduleTasks(nested, module, at+"."+key) {
-					out[k] = v
-				}
+			for k, v := range moduleTasks(asList(task[key]), module, at+"."+key) {
+				out[k] = v
 			}
 		}
 	}

@@ -25,15 +25,19 @@ func flatten(tasks []map[string]any) []map[string]any {
 	for _, task := range tasks {
 		out = append(out, task)
 		for _, part := range []string{"block", "rescue", "always"} {
-			if list, ok := task[part].([]any); ok {
-				var nested []map[string]any
-				for _, x := range list {
-					if m, ok := x.(map[string]any); ok {
-						nested = append(nested, m)
-					}
-				}
-				out = append(out, flatten(nested)...)
-			}
+			out = append(out, flatten(asList(task[part]))...)
+		}
+	}
+	return out
+}
+
+// asList is a task list of a YAML value (a block's tasks): its mappings.
+func asList(v any) []map[string]any {
+	var out []map[string]any
+	list, _ := v.([]any)
+	for _, x := range list {
+		if m, ok := x.(map[string]any); ok {
+			out = append(out, m)
 		}
 	}
 	return out
@@ -226,15 +230,4 @@ func TestDayTwoKubeconfig(t *testing.T) {
 			assert.Positive(t, used)
 		})
 	}
-}
-
-func asList(v any) []map[string]any {
-	var out []map[string]any
-	list, _ := v.([]any)
-	for _, x := range list {
-		if m, ok := x.(map[string]any); ok {
-			out = append(out, m)
-		}
-	}
-	return out
 }
