@@ -14,12 +14,15 @@ from __future__ import annotations
 import time
 
 from ansible.errors import AnsibleError
-from ansible_collections.gitops.k3s_flux.plugins.plugin_utils.binary_module import BinaryModuleAction
+from ansible_collections.gitops.k3s_flux.plugins.plugin_utils.binary_module import BinaryModuleAction, display
 
 BOOT_ID = "cat /proc/sys/kernel/random/boot_id"
 DEFAULT_TIMEOUT = 600
 # Between attempts: a host going down refuses or drops connections at once.
 POLL = 1.0
+# What the ssh connection plugin warns when its master connection ends between its `ssh -O check`
+# and its `ssh -O stop` (reset): while the host goes down for its reboot, that is what is awaited.
+RESET_RACE = "Failed to reset connection"
 
 
 def wait_for_new_boot(read_boot_id, before, timeout, clock=time.monotonic, sleep=time.sleep):
@@ -41,6 +44,28 @@ def wait_for_new_boot(read_boot_id, before, timeout, clock=time.monotonic, sleep
                 last = "the host kept its boot id %s (it never went down)" % before
         if clock() >= deadline:
             return None, last
+
+
+def reset_quietly(connection, display=display):
+    """connection.reset(), with the ssh plugin's warning that the connection it resets has just
+    ended shown at -vvv instead: the host is going down, as it should, and the next attempt
+    connects anew. Any other warning is shown as it was."""
+    warning, own = display.warning, "warning" in vars(display)
+
+    def filtered(msg, *args, **kwargs):
+        if str(msg).startswith(RESET_RACE):
+            display.vvv("%s (the host is going down for its reboot)" % str(msg).strip())
+            return
+        warning(msg, *args, **kwargs)
+
+    display.warning = filtered
+    try:
+        connection.reset()
+    finally:
+        if own:
+            display.warning = warning
+        else:
+            del display.warning
 
 
 class ActionModule(BinaryModuleAction):
@@ -65,7 +90,7 @@ class ActionModule(BinaryModuleAction):
 
     def _read_boot_id(self):
         """The host's boot id over a new connection (the old one went with the reboot)."""
-        self._connection.reset()
+        reset_quietly(self._connection)
         res = self._low_level_execute_command(BOOT_ID, sudoable=False)
         if res.get("rc") != 0:
             raise AnsibleError("%s: rc %s: %s" % (BOOT_ID, res.get("rc"), (res.get("stderr") or res.get("stdout") or "").strip()))

@@ -115,7 +115,11 @@ func TestRebootRolling(t *testing.T) {
 			out, err := b.Hosts.Host(n).Exec("systemctl is-active " + unit)
 			assert.NoError(t, err, "%s: %s", n, out)
 		}
-		assert.Equal(t, nodes, rebootTasks(r.output), "one reboot task per node, in order")
+		// A warning between a reboot task's name and its result (the ssh plugin's, when its master
+		// connection ended while reset; plugins/action/k3s_reboot.py) is one too many.
+		if !assert.Equal(t, nodes, rebootTasks(r.output), "one reboot task per node, in order, each shown alone") {
+			t.Log(section(r.output, "Reboot the node and wait until it is back"))
+		}
 	})
 
 	// From a fresh checkout (no kubeconfig written by k8s.yml, as in an AWX job): the admin
