@@ -120,6 +120,9 @@ func TestRealK3sSingleServer(t *testing.T) {
 // snapshot with those settings still in the config, and a rebuilt server
 // other than the first that joins again.
 func TestRealK3sEmbeddedEtcd(t *testing.T) {
+	// The longest test by far (8 minutes, each step waiting on k3s and etcd): beside the waiting
+	// tests once the others are done, rather than after them.
+	t.Parallel()
 	c := installCollection(t)
 	b := bed.Start(t, bed.Options{Name: "k3sr3", Subnet: "10.213.31", Controllers: 3, RealK3s: true, S3: true})
 	dir := t.TempDir()

@@ -21,6 +21,8 @@ import (
 // there. Each wait is made to need something that only happens after the
 // restart, so the blip always lands inside it.
 func TestWaitsSurviveAnAPIServerRestart(t *testing.T) {
+	// Mostly waiting (an API server down 10 s, Flux's controllers coming back): beside TestHandOff.
+	t.Parallel()
 	// Built first: make build can take minutes on a cold cache, and no wait below may count them.
 	m := modules(t)
 	b := bed.Start(t, bed.Options{Name: "k3sfr", Subnet: "10.213.9", Flux: true, AuditReads: true})

@@ -22,6 +22,8 @@ import (
 )
 
 func TestHandOff(t *testing.T) {
+	// Mostly waiting on Flux's controllers: beside TestWaitsSurviveAnAPIServerRestart.
+	t.Parallel()
 	// Built first: make build can take minutes on a cold cache, and no wait below may count them.
 	m := modules(t)
 	b := bed.Start(t, bed.Options{Name: "k3sfh", Subnet: "10.213.6", Flux: true})

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -25,9 +26,21 @@ type builtModules struct {
 
 func modules(t *testing.T) builtModules {
 	root := ansibletest.RepoRoot(t)
-	out, err := exec.Command("make", "-C", root, "build").CombinedOutput()
+	out, err := build(root)
 	require.NoError(t, err, "make build: %s", out)
 	return builtModules{t: t, root: root}
+}
+
+// build is `make build`, made once for the tests that run side by side.
+func build(root string) ([]byte, error) {
+	built.Do(func() { built.out, built.err = exec.Command("make", "-C", root, "build").CombinedOutput() })
+	return built.out, built.err
+}
+
+var built struct {
+	sync.Once
+	out []byte
+	err error
 }
 
 func (m builtModules) run(module string, args map[string]any) (map[string]any, int, string) {

@@ -14,6 +14,9 @@ chmod 700 .generated
 # Hermetic: the user's ANSIBLE_* settings and Ansible home play no part (molecule writes its own
 # ansible.cfg; molecule.yml names the collections path).
 while read -r var; do unset "$var"; done < <(compgen -e | grep '^ANSIBLE_' || true)
+# Test-bed slot 2 (tests/bed/testhosts/slot.go) unless told otherwise: make test runs this beside
+# the integration tier, in slot 0, and its loopback ports must not meet theirs.
+export K3SF_BED_SLOT="${K3SF_BED_SLOT:-2}"
 home="$(mktemp -d)"
 trap 'rm -rf "$home"' EXIT
 start=$SECONDS

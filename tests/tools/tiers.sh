@@ -3,7 +3,8 @@
 # what else is wrong), its output shown as it comes, then one summary: tier, result, tests passed
 # and failed, seconds. Exits non-zero when any tier failed. The two end-to-end passes run side by
 # side (tests/tools/sidebyside.sh: each line after its pass's name; the second pass in test-bed slot
-# 1, tests/bed/testhosts/slot.go), once the test bed tier has made what both need.
+# 1, tests/bed/testhosts/slot.go), once the test bed tier has made what both need; so do the
+# integration tier and molecule (slot 2, tests/tools/molecule.sh), both mostly waiting on Flux.
 #
 # Counted: go test's `--- PASS` and `--- FAIL` lines (tests and subtests: the go tiers run with -v),
 # Python unittest's `Ran N tests` (less its failures and errors), and a tier that counts nothing
@@ -21,9 +22,8 @@ tiers=(
   "sanity|test-sanity"
   "test bed|testbed-bin testbed-rootfs build e2e-tools"
   "unit|test-unit GOTESTFLAGS=-v"
-  "integration|test-integration GOTESTFLAGS=-v"
+  "integration|test-integration GOTESTFLAGS=-v;;molecule|test-molecule"
   "e2e ansible-core $(dpkg-query -W -f '${Version}' ansible-core 2>/dev/null | cut -d- -f1)|e2e-pass-debian;;e2e ansible-core $(sed -n 's/^ansible-core==//p' hack/requirements-dev.txt)|e2e-pass-pypi"
-  "molecule|test-molecule"
 )
 
 # count prints "passed failed" for a tier's log and exit code.

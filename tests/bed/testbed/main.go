@@ -181,7 +181,11 @@ func down(opts bed.Options) error {
 	for _, f := range []string{pidFile(opts.Dir), statusFile(opts.Dir)} {
 		_ = os.Remove(f)
 	}
-	return testhosts.Down(opts.Name, opts.Dir)
+	name, err := testhosts.SlottedName(opts.Name)
+	if err != nil {
+		return err
+	}
+	return testhosts.Down(name, opts.Dir)
 }
 
 func printStatus(dir string) error {

@@ -31,6 +31,17 @@ func Slot() (int, error) {
 	return n, nil
 }
 
+// SlottedName is the name a bed called name has in this process's slot
+// (what Down needs of a bed another process brought up).
+func SlottedName(name string) (string, error) {
+	slot, err := Slot()
+	if err != nil {
+		return "", err
+	}
+	name, _, err = slotted(name, DefaultSubnet, slot)
+	return name, err
+}
+
 // slotted is a bed's name and subnet in slot n.
 func slotted(name, subnet string, n int) (string, string, error) {
 	if n == 0 {

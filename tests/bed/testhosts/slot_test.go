@@ -49,3 +49,15 @@ func TestSlot(t *testing.T) {
 		assert.ErrorContains(t, err, "expected a number from 0 to 2", raw)
 	}
 }
+
+func TestSlottedName(t *testing.T) {
+	for raw, want := range map[string]string{"": "k3sfu", "2": "k3sfu2"} {
+		t.Setenv(SlotEnv, raw)
+		got, err := SlottedName("k3sfu")
+		require.NoError(t, err, raw)
+		assert.Equal(t, want, got, raw)
+	}
+	t.Setenv(SlotEnv, "9")
+	_, err := SlottedName("k3sfu")
+	assert.ErrorContains(t, err, "expected a number from 0 to 2")
+}
