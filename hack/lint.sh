@@ -76,4 +76,24 @@ else
     ANSIBLE_HOME="$cache/ansible-lint-home" ANSIBLE_COLLECTIONS_PATH="$collections" antsibull-docs lint-collection-docs --plugin-docs .)
   mkdir -p "$(dirname "$stamp")" && touch "$stamp"
 fi
+
+# The example execution environment: ansible-builder makes its build context (a container build
+# cannot run here). The image's last stage must take the collection from the galaxy stage, then
+# place the controller binary (as root: the stage's user until USER), and only then set its user.
+echo "lint: ansible-builder create examples/execution-environment"
+ee="$collections/ee-context"
+ansible-builder create -f examples/execution-environment/execution-environment.yml -c "$ee" --output-filename Containerfile >/dev/null
+line() { grep -n -m1 -F -- "$1" "$ee/Containerfile" | cut -d: -f1; }
+final="$(line 'FROM base AS final')"
+copied="$(awk -v from="$final" 'NR > from && index($0, "COPY --from=galaxy /usr/share/ansible /usr/share/ansible") { print NR; exit }' "$ee/Containerfile")"
+placed="$(line 'place_controller_binary.py /usr/share/ansible/collections')"
+user="$(line 'USER 1000')"
+if [ -z "$final" ] || [ -z "$copied" ] || [ -z "$placed" ] || [ -z "$user" ] ||
+  ! [ "$final" -lt "$copied" ] || ! [ "$copied" -lt "$placed" ] || ! [ "$placed" -lt "$user" ]; then
+  echo "examples/execution-environment: the Containerfile ansible-builder made does not place the controller binary in its final stage, after the collection and before USER (lines: final ${final:-none}, collection ${copied:-none}, placed ${placed:-none}, USER ${user:-none})" >&2
+  exit 1
+fi
+cmp examples/execution-environment/place_controller_binary.py "$ee/_build/k3s_flux/place_controller_binary.py"
+grep -q '^  - name: gitops.k3s_flux$' "$ee/_build/requirements.yml" || { echo "examples/execution-environment: the build context does not install gitops.k3s_flux" >&2; exit 1; }
+
 echo "lint: clean"

@@ -425,6 +425,11 @@ class BinaryModuleAction(ActionBase):
             cmd = "/bin/sh -c %s" % shlex.quote(script)
             return self._low_level_execute_command((env + " " + cmd).strip(), sudoable=True, in_data=in_data)
 
+        if self._platform is not None and self._runs_here():
+            # The binary is on this machine already (in the collection, or in the controller's
+            # cache): run it where it is. Keeping a copy would write into the user's home, which
+            # an execution environment's random user may not be able to.
+            return ansible_private.parse_result(self, run("exec %s -" % shlex.quote(self._binary(name)[0])))
         res, facts = None, None
         if self._platform is None:
             # The host's first task of the play: it tells its platform in the same command.
@@ -456,6 +461,11 @@ class BinaryModuleAction(ActionBase):
         if facts:
             data.setdefault("ansible_facts", {}).update(facts)
         return data
+
+    def _runs_here(self):
+        """Whether the task runs on the controller, as the user Ansible runs as (the local
+        connection without become): the binary need not travel, nor be kept."""
+        return getattr(self._connection, "transport", None) == "local" and getattr(self._connection, "become", None) is None
 
     def _multicall(self, name):
         """The binary that serves module name when it is not its own (internal/registry's table,

@@ -120,9 +120,12 @@ func TestRealK3sSingleServer(t *testing.T) {
 // snapshot with those settings still in the config, and a rebuilt server
 // other than the first that joins again.
 func TestRealK3sEmbeddedEtcd(t *testing.T) {
-	// The longest test by far (8 minutes, each step waiting on k3s and etcd): beside the waiting
-	// tests once the others are done, rather than after them.
-	t.Parallel()
+	// Not beside other tests of its pass: under that load k3s's own restore once failed. During
+	// --cluster-reset two of its goroutines each defragment etcd (pkg/etcd/etcd.go Reset's poll and
+	// embed.go's test loop, both Test(ctx, true)), and one copies the etcd directory
+	// (store.NewTemporaryStore) while the other's defrag renames member/snap/db.tmp.N away: "failed
+	// to create temporary datastore client: open .../db.tmp.N: no such file or directory". A k3s
+	// race that a loaded Pi can meet too; k3s_etcd_restore does not handle it yet (issue 46's note).
 	c := installCollection(t)
 	b := bed.Start(t, bed.Options{Name: "k3sr3", Subnet: "10.213.31", Controllers: 3, RealK3s: true, S3: true})
 	dir := t.TempDir()

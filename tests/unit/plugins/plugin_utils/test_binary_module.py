@@ -263,6 +263,29 @@ class ExecuteKept(unittest.TestCase):
         data = self.action(delegate_to="node1")._execute_kept("gitops.k3s_flux.k3s_node", {}, {})
         self.assertEqual(data, {"built_for": "linux_amd64", "args": {}})
 
+    def test_on_the_controller_runs_in_place(self):
+        # The local connection, as the user Ansible runs as: the binary where it is, one
+        # command, nothing written (the home is not even there).
+        self.host("Linux x86_64")
+        self.home = os.path.join(self.home, "missing")
+        action = self.action()
+        action._connection.transport, action._connection.become = "local", None
+        action._platform = "linux_amd64"
+        data = action._execute_kept("gitops.k3s_flux.k3s_node", {"a": 3}, {})
+        self.assertEqual(data, {"built_for": "linux_amd64", "args": {"a": 3}})
+        self.assertEqual(1, len(self.commands))
+        self.assertIn("exec /", self.commands[0])
+        self.assertFalse(os.path.exists(self.home))
+
+        # With become, the other user gets a copy of its own, as on any host.
+        self.commands = []
+        action = self.action()
+        action._connection.transport, action._connection.become = "local", object()
+        action._platform = "linux_amd64"
+        data = action._execute_kept("gitops.k3s_flux.k3s_node", {"a": 4}, {})
+        self.assertEqual(data, {"built_for": "linux_amd64", "args": {"a": 4}})
+        self.assertEqual(2, len(self.commands), "missing, then sent")
+
     def test_unsupported_platform_is_named(self):
         self.host("SunOS sparc")
         data = self.action()._execute_kept("gitops.k3s_flux.k3s_node", {}, {})
