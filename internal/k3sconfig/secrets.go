@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -43,6 +44,49 @@ func FileSecrets(path string) []string {
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
+}
+
+// FileList is a list-valued key's values in the k3s config at path and its
+// drop-ins, as k3s merges them (pkg/configfilearg): a later file's key
+// replaces the values so far, its "key+" appends to them; a string value
+// holds values separated by commas. Nil when none sets it.
+func FileList(path, key string) []string {
+	var values []string
+	for _, doc := range readFiles(path) {
+		m, ok := doc.(map[string]any)
+		if !ok {
+			continue
+		}
+		if v, ok := m[key]; ok {
+			values = listValues(v)
+		}
+		if v, ok := m[key+"+"]; ok {
+			values = append(values, listValues(v)...)
+		}
+	}
+	return values
+}
+
+func listValues(v any) []string {
+	var raw []string
+	switch v := v.(type) {
+	case []any:
+		for _, item := range v {
+			raw = append(raw, fmt.Sprint(item))
+		}
+	case nil:
+	default:
+		raw = []string{fmt.Sprint(v)}
+	}
+	var out []string
+	for _, r := range raw {
+		for _, part := range strings.Split(r, ",") {
+			if part = strings.TrimSpace(part); part != "" {
+				out = append(out, part)
+			}
+		}
+	}
+	return out
 }
 
 // FileValue is a top-level key's value in the k3s config at path and its

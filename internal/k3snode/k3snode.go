@@ -15,10 +15,12 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -100,7 +102,7 @@ type System interface {
 	Download(ctx context.Context, url string, proxy Proxy) ([]byte, error)
 	// Readyz asks the API on 127.0.0.1:port for /readyz with the
 	// kubeconfig's credentials; nil means it answered ok.
-	Readyz(ctx context.Context, kubeconfig string, port int) error
+	Readyz(ctx context.Context, kubeconfig string, port int, sans []string) error
 }
 
 // Version is the installed k3s version, "" when there is none.
@@ -278,7 +280,7 @@ func (Real) Download(ctx context.Context, url string, proxy Proxy) ([]byte, erro
 	return body, nil
 }
 
-func (Real) Readyz(ctx context.Context, kubeconfig string, port int) error {
+func (Real) Readyz(ctx context.Context, kubeconfig string, port int, sans []string) error {
 	creds, err := readKubeconfigCredentials(kubeconfig)
 	if err != nil {
 		return err
@@ -316,7 +318,28 @@ func (Real) Readyz(ctx context.Context, kubeconfig string, port int) error {
 	if resp.StatusCode != http.StatusOK || strings.TrimSpace(string(body)) != "ok" {
 		return fmt.Errorf("GET %s: %s: %s", url, resp.Status, LastLines(string(body), 3))
 	}
+	if resp.TLS != nil && len(resp.TLS.PeerCertificates) > 0 {
+		if missing := MissingSANs(resp.TLS.PeerCertificates[0], sans); len(missing) > 0 {
+			return fmt.Errorf("the certificate k3s serves does not hold %s yet (its tls-san: k3s adds them to the certificate shortly after it starts)", strings.Join(missing, ", "))
+		}
+	}
 	return nil
+}
+
+// MissingSANs are the names and addresses of sans that the certificate
+// holds neither as a DNS name nor as an IP address.
+func MissingSANs(cert *x509.Certificate, sans []string) []string {
+	var missing []string
+	for _, san := range sans {
+		if ip := net.ParseIP(san); ip != nil {
+			if !slices.ContainsFunc(cert.IPAddresses, ip.Equal) {
+				missing = append(missing, san)
+			}
+		} else if !slices.Contains(cert.DNSNames, san) {
+			missing = append(missing, san)
+		}
+	}
+	return missing
 }
 
 type credentials struct {

@@ -39,19 +39,24 @@ func TestReadyz(t *testing.T) {
 
 	// The address and port k3s wrote into its kubeconfig are asked (its
 	// bind-address and https-listen-port), not api_port on the loopback.
-	err = Real{}.Readyz(context.Background(), kubeconfig, 1)
+	err = Real{}.Readyz(context.Background(), kubeconfig, 1, nil)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "500 Internal Server Error: [-]etcd failed")
 	healthy = true
-	assert.NoError(t, Real{}.Readyz(context.Background(), kubeconfig, 1))
+	assert.NoError(t, Real{}.Readyz(context.Background(), kubeconfig, 1, nil))
+	// Ready also means serving a certificate that holds the config's tls-san (httptest's holds
+	// example.com and the loopbacks).
+	assert.NoError(t, Real{}.Readyz(context.Background(), kubeconfig, 1, []string{"example.com", "127.0.0.1", "::1"}))
+	assert.EqualError(t, Real{}.Readyz(context.Background(), kubeconfig, 1, []string{"example.com", "k3s-api.home.arpa", "10.0.0.9"}),
+		"the certificate k3s serves does not hold k3s-api.home.arpa, 10.0.0.9 yet (its tls-san: k3s adds them to the certificate shortly after it starts)")
 	// A kubeconfig without a server: the loopback at api_port.
 	require.NoError(t, os.WriteFile(kubeconfig, []byte("apiVersion: v1\nclusters:\n- cluster:\n    certificate-authority-data: "+
 		base64.StdEncoding.EncodeToString(ca)+"\n  name: default\n"), 0o600))
-	assert.NoError(t, Real{}.Readyz(context.Background(), kubeconfig, port))
+	assert.NoError(t, Real{}.Readyz(context.Background(), kubeconfig, port, nil))
 
 	require.NoError(t, os.WriteFile(kubeconfig, []byte("apiVersion: v1\n"), 0o600))
-	assert.EqualError(t, Real{}.Readyz(context.Background(), kubeconfig, port), kubeconfig+": no certificate-authority-data")
-	assert.ErrorContains(t, Real{}.Readyz(context.Background(), kubeconfig+".missing", port), "no such file or directory")
+	assert.EqualError(t, Real{}.Readyz(context.Background(), kubeconfig, port, nil), kubeconfig+": no certificate-authority-data")
+	assert.ErrorContains(t, Real{}.Readyz(context.Background(), kubeconfig+".missing", port, nil), "no such file or directory")
 }
 
 func TestDownloadAndRun(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -34,6 +35,7 @@ func TestBadInputs(t *testing.T) {
 type fakeNode struct {
 	active   bool
 	failure  string
+	failures int // the times failure is answered, then success (0: every time)
 	moveFrom string
 	ran      []string
 	env      []string // the cluster reset's
@@ -58,7 +60,13 @@ func (f *fakeNode) Run(_ context.Context, env []string, name string, args ...str
 		}
 	}
 	if strings.HasPrefix(cmd, "k3s server") && f.failure != "" {
-		return "time=\"x\" level=fatal msg=\"Error: " + f.failure + "\"\n", errors.New("exit status 1")
+		failure := f.failure
+		if f.failures > 0 {
+			if f.failures--; f.failures == 0 {
+				f.failure = ""
+			}
+		}
+		return "time=\"x\" level=fatal msg=\"Error: " + failure + "\"\n", errors.New("exit status 1")
 	}
 	return "", nil
 }
@@ -67,7 +75,7 @@ func (f *fakeNode) Download(context.Context, string, k3snode.Proxy) ([]byte, err
 	return nil, errors.New("no downloads")
 }
 
-func (f *fakeNode) Readyz(context.Context, string, int) error { return nil }
+func (f *fakeNode) Readyz(context.Context, string, int, []string) error { return nil }
 
 func TestRun(t *testing.T) {
 	at := time.Unix(1764910000, 0)
@@ -236,6 +244,60 @@ func TestFailedResetLeavesTheMark(t *testing.T) {
 	res = run(&fakeNode{})
 	assert.Nil(t, res["failed"], res["msg"])
 	assert.NoFileExists(t, mark, "a restore that succeeds removes the mark")
+}
+
+// TestResetRetriesK3sOwnRace: k3s's defragmentation racing its own copy of
+// the etcd directory is run again, twice at most, and said; any other
+// failure is not.
+func TestResetRetriesK3sOwnRace(t *testing.T) {
+	resetRetryPause = time.Millisecond
+	race := "failed to create temporary datastore client: open /var/lib/rancher/k3s/server/db/etcd/member/snap/db.tmp.456615407: no such file or directory"
+	reset := "k3s server --cluster-reset --cluster-reset-restore-path=DB/snapshots/pre-node1-1 --etcd-s3=false"
+	for _, tc := range []struct {
+		name     string
+		node     fakeNode
+		resets   int
+		failed   bool
+		warnings int
+	}{
+		{name: "once, then restored", node: fakeNode{failure: race, failures: 1}, resets: 2, warnings: 1},
+		{name: "twice, then restored", node: fakeNode{failure: race, failures: 2}, resets: 3, warnings: 2},
+		{name: "three times: the failure stands", node: fakeNode{failure: race}, resets: 3, failed: true, warnings: 2},
+		{name: "another failure is not run again", node: fakeNode{failure: "etcd: no space left on device"}, resets: 1, failed: true},
+		{name: "the race's words without its file are not either", node: fakeNode{failure: "failed to create temporary datastore client: permission denied"}, resets: 1, failed: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			data := filepath.Join(t.TempDir(), "k3s")
+			db := filepath.Join(data, "server", "db")
+			require.NoError(t, os.MkdirAll(filepath.Join(db, "snapshots"), 0o700))
+			require.NoError(t, os.WriteFile(filepath.Join(db, "snapshots", "pre-node1-1"), snapshotFor(testToken), 0o600))
+			require.NoError(t, os.WriteFile(filepath.Join(data, "server", "token"), []byte(testToken), 0o600))
+			node := tc.node
+			h := host{Sys: &node, BinDir: "/usr/local/bin", Now: func() time.Time { return time.Unix(1764910000, 0) }}
+			res, _, _ := ansibletest.Run(t, module, func(ctx context.Context, req *ansible.Request) (*ansible.Result, error) {
+				return run(ctx, req, h)
+			}, map[string]any{"step": "reset", "snapshot": "pre-node1-1", "data_dir": data})
+			var resets []string
+			for _, c := range node.ran {
+				if strings.HasPrefix(c, "k3s server") {
+					resets = append(resets, strings.ReplaceAll(c, db, "DB"))
+				}
+			}
+			assert.Equal(t, slices.Repeat([]string{reset}, tc.resets), resets)
+			assert.Equal(t, tc.failed, res["failed"] == true, res["msg"])
+			warnings, _ := res["warnings"].([]any)
+			assert.Len(t, warnings, tc.warnings)
+			for _, w := range warnings {
+				assert.Contains(t, w, "k3s's cluster reset failed on its own race (attempt ")
+			}
+			assert.Equal(t, tc.failed, fileExists(filepath.Join(db, "gitops.k3s_flux-restore-pending")), "the mark only after a failure")
+		})
+	}
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 func TestRestoreFailureNothingMoved(t *testing.T) {

@@ -88,7 +88,7 @@ func run(ctx context.Context, req *ansible.Request, h host) (*ansible.Result, er
 	}
 	switch a.Step {
 	case "reset":
-		return res, reset(ctx, h, a, path)
+		return res, reset(ctx, req, h, a, path)
 	case "rejoin":
 		if aside != "" {
 			if err := os.Rename(db, aside); err != nil {
@@ -157,7 +157,7 @@ func checkBeforeReset(req *ansible.Request, h host, a args) (string, error) {
 // reset runs k3s's cluster reset with the snapshot. A failure leaves the
 // restore mark, for k3s_node not to start a new cluster here; a success
 // removes it.
-func reset(ctx context.Context, h host, a args, path string) error {
+func reset(ctx context.Context, req *ansible.Request, h host, a args, path string) error {
 	db := filepath.Join(a.DataDir, "server", "db")
 	mark := k3snode.RestoreMark(a.DataDir)
 	started := markStarted(mark, h.Now().Unix())
@@ -171,7 +171,26 @@ func reset(ctx context.Context, h host, a args, path string) error {
 	if a.Token != "" {
 		env = []string{"K3S_TOKEN=" + a.Token}
 	}
-	out, err := h.Sys.Run(ctx, env, filepath.Join(h.BinDir, "k3s"), args...)
+	var out string
+	var err error
+	for attempt := 1; ; attempt++ {
+		out, err = h.Sys.Run(ctx, env, filepath.Join(h.BinDir, "k3s"), args...)
+		if err == nil || attempt == resetAttempts || !defragRace(out) {
+			break
+		}
+		req.Warn("k3s's cluster reset failed on its own race (attempt %d of %d: %s), not on the snapshot; running it again",
+			attempt, resetAttempts, k3snode.FatalMessage(out, err))
+		// k3s's own race, not the snapshot's fault: the same command again restores from the
+		// untouched snapshot file (k3s moves the partial restore aside first), once the clock has
+		// moved past the second its etcd-old-<unix time> directory is named after.
+		select {
+		case <-time.After(resetRetryPause):
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
 	if err == nil {
 		if err := os.Remove(mark); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("the snapshot was restored, but its mark %s stays: %w", mark, err)
@@ -200,6 +219,26 @@ func reset(ctx context.Context, h host, a args, path string) error {
 		msg += fmt.Sprintf(" (writing the mark failed: %v)", werr)
 	}
 	return errors.New(msg)
+}
+
+// resetAttempts is how many times a cluster reset is run when it fails on
+// defragRace; resetRetryPause is the pause between them.
+const resetAttempts = 3
+
+var resetRetryPause = 2 * time.Second
+
+// defragRace tells whether a cluster reset's output is k3s's own race, which
+// a machine under load meets now and then: during --cluster-reset two of its
+// goroutines each defragment etcd (pkg/etcd/etcd.go Reset's poll and
+// pkg/executor/embed.go's test loop, both ETCD.Test(ctx, true)), and the
+// first copies the etcd directory (pkg/etcd/store NewTemporaryStore, from
+// storageBootstrap) while the other's defragmentation renames its
+// member/snap/db.tmp.<n> file away: "failed to create temporary datastore
+// client: open .../db.tmp.<n>: no such file or directory".
+func defragRace(out string) bool {
+	return strings.Contains(out, "failed to create temporary datastore client") &&
+		strings.Contains(out, "no such file or directory") &&
+		(strings.Contains(out, "/member/snap/db.tmp.") || strings.Contains(out, "/etcd-tmp/"))
 }
 
 // resetArgs is k3s's cluster reset from the snapshot file at path. With

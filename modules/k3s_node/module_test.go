@@ -155,7 +155,7 @@ func (f *fakeNode) Download(_ context.Context, url string, _ k3snode.Proxy) ([]b
 	return f.script, nil
 }
 
-func (f *fakeNode) Readyz(context.Context, string, int) error {
+func (f *fakeNode) Readyz(context.Context, string, int, []string) error {
 	f.readyCalls++
 	if f.readyCalls <= f.readyAfter {
 		return errors.New("connection refused")

@@ -41,7 +41,7 @@ func (f *fakeServer) Download(context.Context, string, k3snode.Proxy) ([]byte, e
 	return nil, errors.New("no downloads")
 }
 
-func (f *fakeServer) Readyz(context.Context, string, int) error { return nil }
+func (f *fakeServer) Readyz(context.Context, string, int, []string) error { return nil }
 
 func TestInfo(t *testing.T) {
 	dir := t.TempDir()
