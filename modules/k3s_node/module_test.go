@@ -35,6 +35,7 @@ type fakeNode struct {
 	commands   []string
 	readyAfter int // /readyz calls that fail first
 	readyCalls int
+	readySANs  []string // what the last /readyz call required of the certificate
 	installErr error
 	script     []byte
 	// neverReady units start and stay activating (an agent that cannot
@@ -155,8 +156,9 @@ func (f *fakeNode) Download(_ context.Context, url string, _ k3snode.Proxy) ([]b
 	return f.script, nil
 }
 
-func (f *fakeNode) Readyz(context.Context, string, int, []string) error {
+func (f *fakeNode) Readyz(_ context.Context, _ string, _ int, sans []string) error {
 	f.readyCalls++
+	f.readySANs = sans
 	if f.readyCalls <= f.readyAfter {
 		return errors.New("connection refused")
 	}
@@ -178,6 +180,9 @@ func testPaths(t *testing.T) k3snode.Paths {
 	dir := t.TempDir()
 	// k3s's own layout under dir: state=absent removes only directories shaped so.
 	p := k3snode.Paths{BinDir: filepath.Join(dir, "bin"), DataDir: filepath.Join(dir, "var", "lib", "rancher", "k3s"), Kubeconfig: filepath.Join(dir, "etc", "rancher", "k3s", "k3s.yaml"), UnitDir: filepath.Join(dir, "etc", "systemd", "system")}
+	// k3s's config under dir too, not the machine's.
+	configPath = filepath.Join(dir, "etc", "rancher", "k3s", "config.yaml")
+	t.Cleanup(func() { configPath = k3sconfig.DefaultPath })
 	require.NoError(t, os.MkdirAll(filepath.Join(p.DataDir, "server"), 0o700))
 	require.NoError(t, os.MkdirAll(filepath.Dir(p.Kubeconfig), 0o700))
 	require.NoError(t, os.WriteFile(filepath.Join(p.DataDir, "server", "node-token"), []byte(testToken+"\n"), 0o600))
@@ -415,6 +420,16 @@ func TestWaitsForReadyz(t *testing.T) {
 	require.Equal(t, 0, code, res["msg"])
 	assert.Equal(t, 3, f.readyCalls)
 	assert.Equal(t, true, res["ready"])
+	assert.Empty(t, f.readySANs, "no tls-san in the config")
+
+	// Ready over a certificate holding the config's tls-san, as k3s merges its drop-ins.
+	require.NoError(t, os.MkdirAll(configPath+".d", 0o700))
+	require.NoError(t, os.WriteFile(configPath, []byte("tls-san: [k3s-api.home.arpa]\n"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(configPath+".d", "50-vip.yaml"), []byte("tls-san+: [10.0.0.9]\n"), 0o600))
+	f = newFakeNode()
+	res, code = runOn(t, f, where, map[string]any{"role": "server"})
+	require.Equal(t, 0, code, res["msg"])
+	assert.Equal(t, []string{"k3s-api.home.arpa", "10.0.0.9"}, f.readySANs)
 
 	f = newFakeNode()
 	f.readyAfter = 1000

@@ -13,7 +13,6 @@ import (
 	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible"
 	"github.com/gitops-k3s-flux/k3s_flux/internal/k3sconfig"
 	"github.com/gitops-k3s-flux/k3s_flux/internal/k3snode"
-	"github.com/gitops-k3s-flux/k3s_flux/internal/k3spaths"
 )
 
 // state is what the node has now.
@@ -504,13 +503,16 @@ func (n node) journalLines(ctx context.Context, unit string, lines int) (string,
 	return n.sys.Run(ctx, nil, "journalctl", "-u", unit+".service", "--since", fmt.Sprintf("@%d", n.since), "-n", strconv.Itoa(lines), "--no-pager", "-o", "cat")
 }
 
+// configPath is k3s's config file, read with its drop-ins.
+var configPath = k3sconfig.DefaultPath
+
 // waitReady polls /readyz until it answers ok over a certificate that holds
 // the config's tls-san, or the deadline (ctx, wait_timeout) passes.
 func (n node) waitReady(ctx context.Context, req *ansible.Request, a args) error {
 	// Ready is also serving a certificate that holds the config's tls-san: after a restart
 	// that added one, k3s serves its old certificate for a moment (the dynamiclistener's
 	// k3s-serving Secret catches up), and a client naming the new name would be refused.
-	sans := k3sconfig.FileList(k3spaths.Config, "tls-san")
+	sans := k3sconfig.FileList(configPath, "tls-san")
 	for {
 		err := n.sys.Readyz(ctx, n.where.Kubeconfig, a.APIPort, sans)
 		if err == nil {
