@@ -6,8 +6,8 @@ SHELL := bash
 # The binaries and the modules each serves: modules.mk, generated from internal/registry (make docs).
 include modules.mk
 # The binaries, plugins/bin/<os>_<arch>/<binary>: the node binaries for every CPU of a homelab's
-# nodes, the controller binary for every OS and CPU an Ansible controller runs on. Each module is a
-# stub plugins/modules/<name> (generated, with its sidecar docs); its action plugin sends the
+# nodes, the controller binary for every OS and CPU an Ansible controller runs on. Each module is
+# plugins/modules/<name>.py, generated: its docs and argument spec; its action plugin sends the
 # binary built for the host (`uname -sm`).
 NODE_BINARIES := $(foreach p,$(NODE_PLATFORMS),$(addprefix plugins/bin/$(p)/,$(NODE_MODULES)))
 CONTROLLER_BINARIES := $(foreach p,$(CONTROLLER_PLATFORMS),plugins/bin/$(p)/controller)
@@ -53,8 +53,8 @@ $(NODE_BINARIES): plugins/bin/%: $(GO_SOURCES)
 $(CONTROLLER_BINARIES): plugins/bin/%/controller: $(GO_SOURCES)
 	@$(call go_build_for,$*,./cmd/controller)
 
-docs: ## Regenerate the sidecar docs (plugins/modules/*.yml) and golden files
-	go test ./modules/... ./internal/registry -run 'TestSidecarDocs|Golden' -update
+docs: ## Regenerate the modules' Python files (plugins/modules/*.py: docs and argument spec) and golden files
+	go test ./modules/... ./internal/registry -run 'TestModuleFile|Golden' -update
 
 test: deps ## Everything CI runs: installs what it needs, lints, builds the test bed, all tests; every tier runs even when one fails, then a summary (tier, passed, failed, seconds)
 	tests/tools/tiers.sh

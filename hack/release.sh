@@ -35,7 +35,7 @@ trap 'rm -rf "$stage"' EXIT
 
 git ls-files -z | tar --null -T - -cf - | tar -C "$stage" -xf -
 # The build's outputs the tarball carries: the node binaries of every platform and the sums (the
-# modules themselves are the tracked stubs in plugins/modules).
+# modules themselves are the tracked Python files in plugins/modules: docs and argument spec).
 for d in plugins/bin/*/; do
   for f in "$d"*; do
     [ "$(basename "$f")" = controller ] || { mkdir -p "$stage/$d" && cp -p "$f" "$stage/$f"; }

@@ -16,7 +16,7 @@ import (
 )
 
 // Module describes a module: its options (the spec) and the prose that goes
-// into its sidecar docs.
+// into its docs.
 type Module struct {
 	Name             string
 	ShortDescription string

@@ -13,7 +13,6 @@ import (
 
 	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible"
 	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible/ansibletest"
-	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible/docs"
 )
 
 var testModule = &ansible.Module{
@@ -252,29 +251,6 @@ func TestArgsFileErrors(t *testing.T) {
 			assert.Contains(t, out.String(), tc.msg)
 		})
 	}
-}
-
-func TestSidecarRendersSpec(t *testing.T) {
-	m := &ansible.Module{
-		Name: "demo", ShortDescription: "Demo", Description: []string{"Does things."},
-		Spec: ansible.Spec{Options: []ansible.Option{
-			{Name: "state", Description: []string{"Wanted state."}, Choices: []any{"present", "absent"}, Default: "present"},
-			{Name: "wait", Type: ansible.TypeBool, Default: false, Description: []string{"Wait."}},
-		}},
-		CheckMode: "full",
-		Examples:  "- name: Demo\n  demo:\n    state: present\n",
-		Returns:   []ansible.Return{{Name: "path", Description: []string{"The path."}, Returned: "always", Type: "str", Sample: "/x"}},
-	}
-	out, err := docs.Sidecar(m)
-	require.NoError(t, err)
-	s := string(out)
-	for _, want := range []string{"DOCUMENTATION:\n  module: demo\n", "default: false\n", "choices:\n        - present\n", "EXAMPLES: |\n  - name: Demo\n", "RETURN:\n  path:\n", "check_mode:\n      support: full\n"} {
-		assert.Contains(t, s, want)
-	}
-
-	m.Spec.Options = append(m.Spec.Options, ansible.Option{Name: "undocumented"})
-	_, err = docs.Sidecar(m)
-	assert.ErrorContains(t, err, "option undocumented has no description")
 }
 
 func TestNoLogValuesHook(t *testing.T) {

@@ -20,8 +20,9 @@ const (
 )
 
 // Option declares one module option. It is the source of truth for
-// validation and the sidecar docs. (Role argument specs are written by hand;
-// tests/roles holds them to the roles' defaults.)
+// validation and for the module's Python file (docs and argument spec).
+// (Role argument specs are written by hand; tests/roles holds them to the
+// roles' defaults.)
 type Option struct {
 	Name     string
 	Type     Type // defaults to str
@@ -35,6 +36,11 @@ type Option struct {
 	Format  Format
 	Aliases []string
 	NoLog   bool
+	// NotSecret says that an option named like a secret (ansible-test's
+	// validate-modules guesses from names such as key, secret or token) is
+	// not one: a list of Secret names, or a dict whose secret sub-options
+	// are NoLog themselves. The Python argument spec says no_log=False.
+	NotSecret bool
 	// NoLogValues picks the secrets out of a value that is not secret as a
 	// whole (a dict of flags holding one token); they are masked like no_log.
 	NoLogValues func(value any) []string

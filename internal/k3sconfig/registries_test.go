@@ -11,6 +11,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible/ansibletest"
+	"github.com/gitops-k3s-flux/k3s_flux/internal/golden"
 )
 
 const (
@@ -80,7 +81,7 @@ func TestRegistriesLifecycle(t *testing.T) {
 			"ghcr.io": map[string]any{"auth": map[string]any{"identity_token": testRegistryToken}},
 		},
 	}, doc)
-	ansibletest.Golden(t, "testdata/registries.yaml", content)
+	golden.File(t, "testdata/registries.yaml", content)
 
 	res, code = runRegistriesModule(t, args)
 	require.Equal(t, 0, code, res["msg"])

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible/ansibletest"
+	"github.com/gitops-k3s-flux/k3s_flux/internal/golden"
 )
 
 // decodeConfig reads a config dict as Ansible passes it (JSON numbers kept).
@@ -47,7 +47,7 @@ func TestRenderGolden(t *testing.T) {
 			tc.in.Config = decodeConfig(t, tc.cfg)
 			got, err := render(tc.in)
 			require.NoError(t, err)
-			ansibletest.Golden(t, filepath.Join("testdata", tc.name+".yaml"), got)
+			golden.File(t, filepath.Join("testdata", tc.name+".yaml"), got)
 
 			// What k3s reads back is exactly what was asked for.
 			var parsed map[string]any

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible/ansibletest"
+	"github.com/gitops-k3s-flux/k3s_flux/internal/golden"
 )
 
 // moduleShape is what the shape test reads of a module's package: where
@@ -103,7 +103,7 @@ var interfaceMethods = []string{"Wait", "WaitWithJobs"}
 // and a fuzz test of its no_log values and a bad-input test on its spec,
 // in its package or in the shared one.
 func TestModulesKeepOneShape(t *testing.T) {
-	root := ansibletest.RepoRoot(t)
+	root := golden.RepoRoot(t)
 	shared := map[string]moduleShape{}
 	for _, m := range Modules {
 		t.Run(m.Name, func(t *testing.T) {

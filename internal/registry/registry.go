@@ -4,7 +4,7 @@
 // (plugins/plugin_utils/registry.py) and meta/runtime.yml are generated
 // from it (make docs); registry_test.go fails when any of them, the
 // binaries' own tables (cmd/<binary>/main.go), the action plugins or the
-// sidecar docs disagree with it.
+// modules' Python files disagree with it.
 package registry
 
 import (

@@ -15,24 +15,21 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible/ansibletest"
+	"github.com/gitops-k3s-flux/k3s_flux/internal/golden"
 )
 
 // TestGoldenGeneratedFiles: the files rendered from the table are the ones
 // in the tree (-update, i.e. make docs, writes them).
 func TestGoldenGeneratedFiles(t *testing.T) {
-	root := ansibletest.RepoRoot(t)
+	root := golden.RepoRoot(t)
 	files := map[string]string{
 		"modules.mk":                       Makefile(),
 		"plugins/plugin_utils/registry.py": Python(),
 		"meta/runtime.yml":                 RuntimeYAML(),
 	}
-	for _, m := range Modules {
-		files["plugins/modules/"+m.Name] = Stub(m)
-	}
 	for path, want := range files {
 		file := filepath.Join(root, path)
-		if *ansibletest.Update {
+		if *golden.Update {
 			// Not through a link an older build left there (to a binary).
 			require.NoError(t, os.RemoveAll(file))
 			require.NoError(t, os.WriteFile(file, []byte(want), 0o644))
@@ -46,7 +43,7 @@ func TestGoldenGeneratedFiles(t *testing.T) {
 // TestTheMakefileUsesTheLists: the Makefile takes its lists from modules.mk
 // and defines none of them itself.
 func TestTheMakefileUsesTheLists(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join(ansibletest.RepoRoot(t), "Makefile"))
+	raw, err := os.ReadFile(filepath.Join(golden.RepoRoot(t), "Makefile"))
 	require.NoError(t, err)
 	assert.Regexp(t, `(?m)^include modules\.mk$`, string(raw))
 	for _, list := range []string{"NODE_MODULES", "NODE_PLATFORMS", "CONTROLLER_PLATFORMS", "MODULES"} {
@@ -57,7 +54,7 @@ func TestTheMakefileUsesTheLists(t *testing.T) {
 // TestBinariesServeTheirModules: each cmd/<binary> is a binary of the
 // table, and the names its entries map answers to are the table's.
 func TestBinariesServeTheirModules(t *testing.T) {
-	root := ansibletest.RepoRoot(t)
+	root := golden.RepoRoot(t)
 	dirs, err := os.ReadDir(filepath.Join(root, "cmd"))
 	require.NoError(t, err)
 	var cmds []string
@@ -109,9 +106,9 @@ func entryNames(t *testing.T, path string) []string {
 
 // TestEveryModuleHasItsParts: each module of the table has its package
 // under modules/ (a library: binaries live under cmd/), its action plugin
-// and its sidecar docs, and nothing there names a module the table lacks.
+// and its Python file (docs and argument spec), and nothing there names a module the table lacks.
 func TestEveryModuleHasItsParts(t *testing.T) {
-	root := ansibletest.RepoRoot(t)
+	root := golden.RepoRoot(t)
 	var names []string
 	for _, m := range Modules {
 		names = append(names, m.Name)
@@ -130,7 +127,7 @@ func TestEveryModuleHasItsParts(t *testing.T) {
 	}
 	assert.Equal(t, names, list("modules", ""), "modules/<name>")
 	assert.Equal(t, names, list("plugins/action", ".py"), "plugins/action/<name>.py")
-	assert.Equal(t, names, list("plugins/modules", ".yml"), "plugins/modules/<name>.yml")
+	assert.Equal(t, names, list("plugins/modules", ".py"), "plugins/modules/<name>.py")
 	for _, m := range Modules {
 		want := []string{"entry.go", "module.go", "run.go"}
 		if m.SharedLogic != "" {

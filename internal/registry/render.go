@@ -90,14 +90,3 @@ func RuntimeYAML() string {
 	}
 	return b.String()
 }
-
-// Stub is plugins/modules/<module>: what Ansible finds as the module, for
-// its docs (the sidecar <module>.yml beside it) and its action plugin,
-// which sends the module's binary for the host's platform instead.
-func Stub(m Module) string {
-	runs := "the host, built for its OS and CPU."
-	if m.Binary == ControllerBinary {
-		runs = "the controller, built for its OS and CPU\n# (fetched from the release on first use)."
-	}
-	return fmt.Sprintf("# %s\n# gitops.k3s_flux.%s is a Go binary: its action plugin runs\n# plugins/bin/<os>_<arch>/%s on %s\n", generated, m.Name, m.Binary, runs)
-}

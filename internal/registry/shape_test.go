@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible/ansibletest"
+	"github.com/gitops-k3s-flux/k3s_flux/internal/golden"
 )
 
 // maxFunctionLines is the longest a function of modules/ or internal/ may
@@ -22,7 +22,7 @@ const maxFunctionLines = 80
 // TestFunctionsStayShort: no function (tests aside) in modules/ or
 // internal/ is over maxFunctionLines lines.
 func TestFunctionsStayShort(t *testing.T) {
-	root := ansibletest.RepoRoot(t)
+	root := golden.RepoRoot(t)
 	fset := token.NewFileSet()
 	for _, dir := range []string{"modules", "internal"} {
 		err := filepath.WalkDir(filepath.Join(root, dir), func(path string, d fs.DirEntry, err error) error {

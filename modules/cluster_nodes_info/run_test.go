@@ -74,8 +74,8 @@ func TestNotReadyError(t *testing.T) {
 	assert.EqualError(t, err, "nodes not Ready after 5s: node2 runs v1.36.2+k3s1, not v1.37.0+k3s1")
 }
 
-func TestSidecarDocs(t *testing.T) {
-	ansibletest.CheckSidecar(t, module)
+func TestModuleFile(t *testing.T) {
+	ansibletest.CheckModuleFile(t, module)
 }
 
 func TestRunAgainstAnInMemoryCluster(t *testing.T) {

@@ -32,7 +32,7 @@ var module = &ansible.Module{
 				Description: []string{"The FluxInstance as a dict."}},
 			ansible.Option{Name: "state", Default: "present", Choices: []any{"present", "absent"},
 				Description: []string{"Whether the FluxInstance should exist."}},
-			ansible.Option{Name: "require_secrets", Type: ansible.TypeList, Elements: ansible.TypeStr, Format: ansible.FormatNamespacedName, Default: []any{},
+			ansible.Option{Name: "require_secrets", NotSecret: true, Type: ansible.TypeList, Elements: ansible.TypeStr, Format: ansible.FormatNamespacedName, Default: []any{},
 				Description: []string{"Secrets, as C(namespace/name), that must exist before the instance is applied (for example C(flux-system/git-deploy-key), C(flux-system/sops-age)); the task fails naming every missing one, before applying."}},
 			ansible.Option{Name: "operator_namespace", Default: "flux-system", Format: ansible.FormatNamespace,
 				Description: []string{"Namespace of the Flux Operator Deployment."}},

@@ -57,8 +57,8 @@ func TestSameObject(t *testing.T) {
 	assert.False(t, sameObject(a, b))
 }
 
-func TestSidecarDocs(t *testing.T) {
-	ansibletest.CheckSidecar(t, module)
+func TestModuleFile(t *testing.T) {
+	ansibletest.CheckModuleFile(t, module)
 }
 
 func TestCheckModeWithoutACluster(t *testing.T) {

@@ -33,6 +33,7 @@ import (
 
 	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible"
 	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible/ansibletest"
+	"github.com/gitops-k3s-flux/k3s_flux/internal/golden"
 	"github.com/gitops-k3s-flux/k3s_flux/internal/kube"
 	"github.com/gitops-k3s-flux/k3s_flux/internal/kube/kubetest"
 )
@@ -94,7 +95,7 @@ func testCharts(t *testing.T, versions ...string) map[string]string {
 	dir := t.TempDir()
 	out := map[string]string{}
 	for _, v := range versions {
-		ch, err := loader.LoadDir(filepath.Join(ansibletest.RepoRoot(t), "tests", "charts", "flux-operator"))
+		ch, err := loader.LoadDir(filepath.Join(golden.RepoRoot(t), "tests", "charts", "flux-operator"))
 		require.NoError(t, err)
 		ch.Metadata.Version, ch.Metadata.AppVersion = v, "v"+v
 		path, err := chartutil.Save(ch, dir)
@@ -300,7 +301,7 @@ func TestNewHelm(t *testing.T) {
 	version, err := h.kubeVersion()
 	require.NoError(t, err)
 	assert.Equal(t, clientGoKubeVersion(), version)
-	goMod, err := os.ReadFile(filepath.Join(ansibletest.RepoRoot(t), "go.mod"))
+	goMod, err := os.ReadFile(filepath.Join(golden.RepoRoot(t), "go.mod"))
 	require.NoError(t, err)
 	assert.Contains(t, string(goMod), "\tk8s.io/client-go "+clientGoVersion+"\n", "clientGoVersion follows go.mod")
 	assert.Equal(t, "v1."+strings.TrimPrefix(clientGoVersion, "v0."), version)

@@ -13,6 +13,7 @@ import (
 	helmtime "helm.sh/helm/v3/pkg/time"
 
 	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible/ansibletest"
+	"github.com/gitops-k3s-flux/k3s_flux/internal/golden"
 )
 
 func TestMergeValues(t *testing.T) {
@@ -35,8 +36,8 @@ func TestSameValues(t *testing.T) {
 	assert.False(t, sameValues(map[string]any{"a": 1}, map[string]any{"a": 2}))
 }
 
-func TestSidecarDocs(t *testing.T) {
-	ansibletest.CheckSidecar(t, module)
+func TestModuleFile(t *testing.T) {
+	ansibletest.CheckModuleFile(t, module)
 }
 
 func TestNoOpShortcut(t *testing.T) {
@@ -93,7 +94,7 @@ func TestRegistryClientCAFile(t *testing.T) {
 
 func TestCheckModeWithoutACluster(t *testing.T) {
 	kubeconfig := filepath.Join(t.TempDir(), "not-fetched-yet", "kubeconfig")
-	chart := filepath.Join(ansibletest.RepoRoot(t), "tests", "charts", "flux-operator")
+	chart := filepath.Join(golden.RepoRoot(t), "tests", "charts", "flux-operator")
 	res, code, _ := ansibletest.Run(t, module, Entry.Run, map[string]any{"kubeconfig": kubeconfig, "chart_ref": chart,
 		"values": map[string]any{"logLevel": "debug"}, "_ansible_check_mode": true, "_ansible_diff": true})
 	require.Equal(t, 0, code, res["msg"])

@@ -27,7 +27,7 @@ var module = &ansible.Module{
 			Description: []string{"The repository's top directory (what source-controller checks out)."}},
 		{Name: "instance", Type: ansible.TypePath,
 			Description: []string{"The FluxInstance file. Default: C(flux/cluster.yaml) under O(path)."}},
-		{Name: "secrets", Type: ansible.TypeList, Elements: ansible.TypeStr, Default: []any{},
+		{Name: "secrets", NotSecret: true, Type: ansible.TypeList, Elements: ansible.TypeStr, Default: []any{},
 			Description: []string{"The Secrets that will exist when Flux starts, as C(namespace/name): those the bootstrap seeds and those already in the cluster."}},
 		{Name: "config_maps", Type: ansible.TypeList, Elements: ansible.TypeStr, Default: []any{},
 			Description: []string{"The ConfigMaps that will exist when Flux starts, as C(namespace/name) (cluster variables the bootstrap seeds, for C(postBuild.substituteFrom))."}},

@@ -26,7 +26,7 @@ func seedCopy(t *testing.T, extra map[string]string) string {
 	return root
 }
 
-func TestSidecarDocs(t *testing.T) { ansibletest.CheckSidecar(t, module) }
+func TestModuleFile(t *testing.T) { ansibletest.CheckModuleFile(t, module) }
 
 func TestBadInput(t *testing.T) {
 	t.Setenv("XDG_CACHE_HOME", t.TempDir())

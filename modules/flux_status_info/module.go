@@ -11,7 +11,7 @@ var module = &ansible.Module{
 	Description: []string{
 		"An info module: read-only, the same in check mode, except that a wait may ask Flux to reconcile what shows no progress (C(reconcile_stalled_after)), as C(flux reconcile) does. (Named C(flux_status) before 0.1.0; that name redirects here.) Lists every Flux source (GitRepository, OCIRepository, HelmRepository, Bucket) with its Ready state and revision, every Kustomization and HelmRelease with its Ready state, reason and C(dependsOn), and the list of what is not Ready.",
 		"With C(wait), waits until nothing is failing (and, with C(wait_for_revision), until the source serves that revision), and on timeout fails with the last conditions and recent events of what is still failing.",
-		"This is what C(just fx sources) and C(just fx failing) show, as results a play can assert on.",
+		"This is what C(just fx sources) and C(just fx failing) show, as results a play checks with C(ansible.builtin.assert).",
 	},
 	Author:    []string{"gitops.k3s_flux maintainers (@gitops-k3s-flux)"},
 	CheckMode: "full",

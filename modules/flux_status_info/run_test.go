@@ -68,8 +68,8 @@ status:
 	assert.False(t, suspended.failing(), "suspended is reported, not failing")
 }
 
-func TestSidecarDocs(t *testing.T) {
-	ansibletest.CheckSidecar(t, module)
+func TestModuleFile(t *testing.T) {
+	ansibletest.CheckModuleFile(t, module)
 }
 
 func TestConditionGeneration(t *testing.T) {

@@ -6,6 +6,6 @@ import (
 	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible/ansibletest"
 )
 
-func TestSidecarDocs(t *testing.T) {
-	ansibletest.CheckSidecar(t, Entry.Module)
+func TestModuleFile(t *testing.T) {
+	ansibletest.CheckModuleFile(t, Entry.Module)
 }

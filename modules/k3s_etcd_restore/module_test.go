@@ -21,8 +21,8 @@ import (
 	"github.com/gitops-k3s-flux/k3s_flux/internal/k3snode"
 )
 
-func TestSidecarDocs(t *testing.T) {
-	ansibletest.CheckSidecar(t, module)
+func TestModuleFile(t *testing.T) {
+	ansibletest.CheckModuleFile(t, module)
 }
 
 func TestBadInputs(t *testing.T) {

@@ -40,8 +40,8 @@ users:
     client-key-data: ` + base64.StdEncoding.EncodeToString([]byte(k3sKey)) + `
 `
 
-func TestSidecarDocs(t *testing.T) {
-	ansibletest.CheckSidecar(t, module)
+func TestModuleFile(t *testing.T) {
+	ansibletest.CheckModuleFile(t, module)
 }
 
 func TestBadInputs(t *testing.T) {

@@ -11,8 +11,8 @@ import (
 	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible/ansibletest"
 )
 
-func TestSidecarDocs(t *testing.T) {
-	ansibletest.CheckSidecar(t, module)
+func TestModuleFile(t *testing.T) {
+	ansibletest.CheckModuleFile(t, module)
 }
 
 func TestBadInputs(t *testing.T) {

@@ -534,8 +534,8 @@ func TestVersionFormat(t *testing.T) {
 	}
 }
 
-func TestSidecarDocs(t *testing.T) {
-	ansibletest.CheckSidecar(t, module)
+func TestModuleFile(t *testing.T) {
+	ansibletest.CheckModuleFile(t, module)
 }
 
 func TestJoinRefusal(t *testing.T) {

@@ -158,8 +158,8 @@ func TestCertificateWarning(t *testing.T) {
 	assert.Equal(t, "read k3s's certificates: "+path+": no PEM certificate in it", res["msg"], "failed before any secret was read")
 }
 
-func TestSidecarDocs(t *testing.T) {
-	ansibletest.CheckSidecar(t, module)
+func TestModuleFile(t *testing.T) {
+	ansibletest.CheckModuleFile(t, module)
 }
 
 // Preflight: strict fails naming every error finding and its fix, warn

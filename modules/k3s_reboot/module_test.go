@@ -12,8 +12,8 @@ import (
 	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible/ansibletest"
 )
 
-func TestSidecarDocs(t *testing.T) {
-	ansibletest.CheckSidecar(t, module)
+func TestModuleFile(t *testing.T) {
+	ansibletest.CheckModuleFile(t, module)
 }
 
 func TestCommand(t *testing.T) {

@@ -188,6 +188,6 @@ func TestDrainAgainstAnInMemoryCluster(t *testing.T) {
 	})
 }
 
-func TestSidecarDocs(t *testing.T) {
-	ansibletest.CheckSidecar(t, module)
+func TestModuleFile(t *testing.T) {
+	ansibletest.CheckModuleFile(t, module)
 }

@@ -68,8 +68,8 @@ func TestSameData(t *testing.T) {
 	assert.False(t, sameData(cur, map[string][]byte{"a": []byte("1")}, map[string]bool{"a": true, "gone": true}), "a key we applied before must go")
 }
 
-func TestSidecarDocs(t *testing.T) {
-	ansibletest.CheckSidecar(t, module)
+func TestModuleFile(t *testing.T) {
+	ansibletest.CheckModuleFile(t, module)
 }
 
 func TestCheckModeWithoutACluster(t *testing.T) {

@@ -2,8 +2,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Runs a Go binary module built for the target's OS and CPU (on the controller only).
 
-Each module is a stub in plugins/modules (beside its sidecar docs), so that Ansible finds it and
-ansible-doc reads text. The action plugins of the modules derive from BinaryModuleAction, which
+Each module is a Python file in plugins/modules, generated from its Go spec: its docs and argument
+spec, for ansible-doc, ansible-test and ansible-lint; it is never run. The action plugins of the modules derive from BinaryModuleAction, which
 asks each host `uname -sm` once (cached for the play as the fact gitops_k3s_flux_platform; with
 pipelining, in the host's first module command) and sends the binary that serves the module
 (plugin_utils/registry.py), built for that platform: plugins/bin/<os>_<arch>/<binary>, for a

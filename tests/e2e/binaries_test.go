@@ -18,7 +18,7 @@ import (
 // TestBinariesPerPlatform checks that every binary make build ships is an
 // executable of the OS and CPU its directory names (darwin ones as Mach-O;
 // no Mac runs here), for each platform internal/registry names, and that
-// each module is a text stub naming its binary.
+// each module is a Python file of docs and argument spec naming its binary.
 func TestBinariesPerPlatform(t *testing.T) {
 	c := installCollection(t)
 	plugins := filepath.Join(c.root, "plugins")
@@ -51,15 +51,26 @@ func TestBinariesPerPlatform(t *testing.T) {
 			f.Close()
 		}
 	}
-	// Each module a text stub, for ansible-doc and its action plugin: not a binary, nor a link.
+	// Each module a Python file of docs and argument spec, for ansible-doc, ansible-test and its
+	// action plugin: not a binary, nor a link, and nothing else in plugins/modules.
+	entries, err := os.ReadDir(filepath.Join(plugins, "modules"))
+	require.NoError(t, err)
+	var names []string
+	for _, e := range entries {
+		if e.Name() != "__pycache__" { // Python's, should anything have imported a module file
+			names = append(names, e.Name())
+		}
+	}
+	assert.Len(t, names, len(registry.Modules), "plugins/modules holds one file per module: %v", names)
 	for _, m := range registry.Modules {
-		path := filepath.Join(plugins, "modules", m.Name)
+		path := filepath.Join(plugins, "modules", m.Name+".py")
 		info, err := os.Lstat(path)
 		require.NoError(t, err, m.Name)
 		assert.True(t, info.Mode().IsRegular(), "%s: a file, not a link", m.Name)
-		assert.Less(t, info.Size(), int64(1024), m.Name)
+		assert.Less(t, info.Size(), int64(64<<10), m.Name)
 		raw, err := os.ReadFile(path)
 		require.NoError(t, err)
 		assert.Contains(t, string(raw), "plugins/bin/<os>_<arch>/"+m.Binary, m.Name)
+		assert.Contains(t, string(raw), "\nDOCUMENTATION = r\"\"\"\n", m.Name)
 	}
 }

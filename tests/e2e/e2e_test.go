@@ -23,7 +23,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/yaml"
 
-	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible/ansibletest"
+	"github.com/gitops-k3s-flux/k3s_flux/internal/golden"
 	"github.com/gitops-k3s-flux/k3s_flux/tests/bed"
 	"github.com/gitops-k3s-flux/k3s_flux/tests/bed/testhosts"
 )
@@ -75,7 +75,7 @@ func TestMain(m *testing.M) {
 // stand-in, as a user would, once for all the tests.
 func installCollection(t *testing.T) collection {
 	t.Helper()
-	root := ansibletest.RepoRoot(t)
+	root := golden.RepoRoot(t)
 	installed.once.Do(func() {
 		installed.path, installed.err = installRelease(root)
 	})

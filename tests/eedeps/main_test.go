@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/yaml"
 
-	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible/ansibletest"
+	"github.com/gitops-k3s-flux/k3s_flux/internal/golden"
 )
 
 func filesReader(files map[string]string) reader {
@@ -109,7 +109,7 @@ func TestTarball(t *testing.T) {
 // environment is what its plugins need, in files the release keeps, and the
 // development pins are where the release leaves them out.
 func TestThisCollection(t *testing.T) {
-	root := ansibletest.RepoRoot(t)
+	root := golden.RepoRoot(t)
 	read, err := open(root)
 	require.NoError(t, err)
 	assert.Empty(t, check(read))
@@ -159,7 +159,7 @@ func TestPluginsImportNothingToDeclare(t *testing.T) {
 		"dataclasses": true, "fcntl": true, "hashlib": true, "json": true, "lzma": true, "os": true, "re": true,
 		"shlex": true, "stat": true, "tempfile": true, "time": true,
 	}
-	root := ansibletest.RepoRoot(t)
+	root := golden.RepoRoot(t)
 	err := filepath.WalkDir(filepath.Join(root, "plugins"), func(p string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() || filepath.Ext(p) != ".py" {
 			return err

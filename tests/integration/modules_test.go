@@ -13,7 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible/ansibletest"
+	"github.com/gitops-k3s-flux/k3s_flux/internal/golden"
 	"github.com/gitops-k3s-flux/k3s_flux/internal/registry"
 )
 
@@ -25,7 +25,7 @@ type builtModules struct {
 }
 
 func modules(t *testing.T) builtModules {
-	root := ansibletest.RepoRoot(t)
+	root := golden.RepoRoot(t)
 	out, err := build(root)
 	require.NoError(t, err, "make build: %s", out)
 	return builtModules{t: t, root: root}

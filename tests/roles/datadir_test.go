@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible/ansibletest"
+	"github.com/gitops-k3s-flux/k3s_flux/internal/golden"
 )
 
 // configuredDataDir is how role k8s_cluster passes a module the data-dir
@@ -39,7 +39,7 @@ func moduleTasks(tasks []map[string]any, module, where string) map[string]map[st
 // the snapshots) is removed as the default one is; k3s's own uninstall
 // script knows only /var/lib/rancher/k3s.
 func TestUninstallHonoursDataDir(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join(ansibletest.RepoRoot(t), "roles", "k8s_cluster", "tasks", "*.yml"))
+	files, err := filepath.Glob(filepath.Join(golden.RepoRoot(t), "roles", "k8s_cluster", "tasks", "*.yml"))
 	require.NoError(t, err)
 	absent := map[string]map[string]any{}
 	for _, f := range files {
@@ -64,7 +64,7 @@ func TestUninstallHonoursDataDir(t *testing.T) {
 // play's own tasks pass k8s_cluster_restore_abandon. The restore's reset
 // looks for a snapshot by name in the configured etcd-snapshot-dir.
 func TestStartsFindTheRestoreMark(t *testing.T) {
-	dir := filepath.Join(ansibletest.RepoRoot(t), "roles", "k8s_cluster", "tasks")
+	dir := filepath.Join(golden.RepoRoot(t), "roles", "k8s_cluster", "tasks")
 	files, err := filepath.Glob(filepath.Join(dir, "*.yml"))
 	require.NoError(t, err)
 	starts, resets := 0, 0

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible/ansibletest"
+	"github.com/gitops-k3s-flux/k3s_flux/internal/golden"
 )
 
 // roleTasks reads a task file of role k8s_cluster, in the order the tasks
@@ -16,7 +16,7 @@ import (
 func roleTasks(t *testing.T, name string) []map[string]any {
 	t.Helper()
 	var tasks []map[string]any
-	readYAML(t, filepath.Join(ansibletest.RepoRoot(t), "roles", "k8s_cluster", "tasks", name), &tasks)
+	readYAML(t, filepath.Join(golden.RepoRoot(t), "roles", "k8s_cluster", "tasks", name), &tasks)
 	return flatten(tasks)
 }
 
@@ -161,14 +161,14 @@ func TestRebootAsksUnlessNamedOneByOne(t *testing.T) {
 	assert.Less(t, stop, taskIndex(tasks, includes("reboot_one.yml")))
 
 	var vars map[string]any
-	readYAML(t, filepath.Join(ansibletest.RepoRoot(t), "roles", "k8s_cluster", "vars", "main.yml"), &vars)
+	readYAML(t, filepath.Join(golden.RepoRoot(t), "roles", "k8s_cluster", "vars", "main.yml"), &vars)
 	assert.Contains(t, text(vars["_k8s_cluster_reboot_named_one_by_one"]), "_k8s_cluster_limit_patterns")
 	// remove_node refuses what reboot asks about: one definition of a group or pattern in -l.
 	refusal := roleTasks(t, "remove.yml")[0]
 	assert.Contains(t, text(refusal["ansible.builtin.assert"].(map[string]any)["that"]), "_k8s_cluster_limit_patterns")
 
 	var play []map[string]any
-	readYAML(t, filepath.Join(ansibletest.RepoRoot(t), "playbooks", "reboot.yml"), &play)
+	readYAML(t, filepath.Join(golden.RepoRoot(t), "playbooks", "reboot.yml"), &play)
 	require.Len(t, play, 1)
 	for _, task := range play[0]["tasks"].([]any) {
 		assert.NotContains(t, text(task.(map[string]any)["when"]), "ansible_limit is not defined", "any -l skipped the question")
@@ -207,7 +207,7 @@ func TestDayTwoKubeconfig(t *testing.T) {
 				assert.Equal(t, len(tasks)-1, done, "the last task of the reboot")
 				assert.False(t, cleanedIn(tasks, "always"), "no always around the rollout")
 				var top []map[string]any
-				readYAML(t, filepath.Join(ansibletest.RepoRoot(t), "roles", "k8s_cluster", "tasks", "reboot_one.yml"), &top)
+				readYAML(t, filepath.Join(golden.RepoRoot(t), "roles", "k8s_cluster", "tasks", "reboot_one.yml"), &top)
 				for _, task := range top {
 					if task["block"] != nil {
 						assert.True(t, cleanedIn([]map[string]any{task}, "rescue"), "%s: removed in its rescue", task["name"])

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/yaml"
 
-	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible/ansibletest"
+	"github.com/gitops-k3s-flux/k3s_flux/internal/golden"
 )
 
 type argumentSpecs struct {
@@ -37,7 +37,7 @@ func readYAML(t *testing.T, path string, into any) {
 // the same value, every optional option has a default, and every variable
 // carries the role's prefix.
 func TestDefaultsMatchArgumentSpecs(t *testing.T) {
-	roles, err := filepath.Glob(filepath.Join(ansibletest.RepoRoot(t), "roles", "*"))
+	roles, err := filepath.Glob(filepath.Join(golden.RepoRoot(t), "roles", "*"))
 	require.NoError(t, err)
 	require.NotEmpty(t, roles)
 	for _, dir := range roles {

@@ -1,24 +1,23 @@
 // Package ansibletest runs modules in tests the way Ansible does and keeps
-// golden files (sidecar docs, rendered output) in step with the code.
+// the modules' Python files (docs and argument spec) in step with their Go spec.
 package ansibletest
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible"
 	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible/docs"
+	"github.com/gitops-k3s-flux/k3s_flux/internal/golden"
+	"github.com/gitops-k3s-flux/k3s_flux/internal/registry"
 )
-
-// Update rewrites golden files instead of comparing them: go test ./... -update.
-var Update = flag.Bool("update", false, "rewrite golden files and sidecar docs")
 
 // Run writes args to an args file, runs the module as Ansible would and
 // returns the decoded result, the exit code and the raw stdout.
@@ -35,41 +34,20 @@ func Run(t *testing.T, m *ansible.Module, run ansible.RunFunc, args map[string]a
 	return result, code, out.String()
 }
 
-// Golden compares got with testdata file path, or rewrites it under -update.
-func Golden(t *testing.T, path string, got []byte) {
+// CheckModuleFile fails when plugins/modules/<name>.py differs from what
+// the module's spec renders (make docs writes it).
+func CheckModuleFile(t *testing.T, m *ansible.Module) {
 	t.Helper()
-	if *Update {
-		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
-		require.NoError(t, os.WriteFile(path, got, 0o644))
-		return
+	i := slices.IndexFunc(registry.Modules, func(r registry.Module) bool { return r.Name == m.Name })
+	require.GreaterOrEqual(t, i, 0, "module %s is not in internal/registry", m.Name)
+	binary := registry.Modules[i].Binary
+	runsOn := "the host, built for its OS and CPU"
+	if binary == registry.ControllerBinary {
+		runsOn = "the controller, built for its OS and CPU\n# (fetched from the release on first use)"
 	}
-	want, err := os.ReadFile(path)
-	require.NoError(t, err, "golden file missing: run go test -update")
-	require.Equal(t, string(want), string(got), "%s is out of date: run `make docs` (go test ./... -update)", path)
-}
-
-// CheckSidecar fails when plugins/modules/<name>.yml differs from what the
-// module's spec renders.
-func CheckSidecar(t *testing.T, m *ansible.Module) {
-	t.Helper()
-	got, err := docs.Sidecar(m)
+	got, err := docs.Python(m, binary, runsOn)
 	require.NoError(t, err)
-	Golden(t, filepath.Join(RepoRoot(t), "plugins", "modules", m.Name+".yml"), got)
-}
-
-// RepoRoot is the directory holding the collection's go.mod.
-func RepoRoot(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	require.NoError(t, err)
-	for {
-		if data, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && bytes.Contains(data, []byte("module github.com/gitops-k3s-flux/k3s_flux\n")) {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		require.NotEqual(t, parent, dir, "no collection go.mod above the test")
-		dir = parent
-	}
+	golden.File(t, filepath.Join(golden.RepoRoot(t), "plugins", "modules", m.Name+".py"), got)
 }
 
 // With returns a copy of args with the keys and values of kv (key, value,

@@ -1,0 +1,508 @@
+#!/usr/bin/python
+# Copyright: gitops.k3s_flux contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# Generated from the module's Go spec by `make docs`; do not edit.
+# gitops.k3s_flux.k3s_node is a Go binary: its action plugin runs
+# plugins/bin/<os>_<arch>/k3s_node on the host, built for its OS and CPU.
+# This file is its documentation and argument spec, for ansible-doc, ansible-test and ansible-lint.
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: k3s_node
+short_description: Install k3s on a node and keep its service enabled, active and
+  answering
+version_added: 0.1.0
+description:
+- Reads the installed k3s version (C(k3s --version), compared exactly) and the state
+  of the node's unit (C(k3s) on servers, C(k3s-agent) on agents).
+- 'Installs k3s when it is missing, another version, or its unit is gone: with the
+  install script (downloaded by the module, checked against C(install_script_sha256)
+  when given, then run) or from airgap files, each checked against its sha256 on the
+  node before use.'
+- Otherwise enables and starts the unit when it is not, and restarts it only when
+  C(restart) is true (pass k3s_config's C(restart_needed)). A host moved between servers
+  and agents has the other unit stopped and disabled.
+- 'Starts never block: k3s''s units are C(Type=notify) with C(TimeoutStartSec=0),
+  so a blocking C(systemctl start) of an agent that cannot join (the server unreachable,
+  a wrong token, a rejected node password) would never return. The install script
+  runs with C(INSTALL_K3S_SKIP_START=true) (which also makes sure k3s starts after
+  an install the script would have found unchanged), then the module queues the start
+  or restart (C(systemctl --no-block)) and waits, within O(wait_timeout), until the
+  unit is active: k3s reported ready. A unit still C(activating) at the deadline fails
+  the task with its state, its restart count and the last lines of its journal (C(journalctl
+  -u)); a k3s that exits and is restarted by systemd 3 times meanwhile (a crash loop:
+  C(activating (auto-restart))) fails it at once. A crash-looping unit is never taken
+  for active. The journal is read every 2 s meanwhile: a node password the server
+  rejected at three tries in a row (the cluster has a Node of this name that joined
+  with another password, as after a host is re-installed; k3s retries for ever) fails
+  the task then, naming the Node to delete or the names to give.'
+- 'On a server whose datastore was bootstrapped already, a C(k3s_config.token) that
+  is another secret than the one in C(<data_dir>/server/token) is refused before anything
+  is written (k3s would refuse to start with it: "bootstrap data already found and
+  encrypted with different token"); the message names C(k3s token rotate).'
+- 'On servers it then waits until the API''s C(/readyz) answers C(ok) on this node,
+  within the same deadline: asked where k3s wrote it listens into its admin kubeconfig
+  (its C(bind-address), which k3s then listens on instead of the loopback, and its
+  C(https-listen-port)), authenticated with that kubeconfig, and over a certificate
+  that holds every C(tls-san) of k3s''s config (C(/etc/rancher/k3s/config.yaml) and
+  its drop-ins): after a restart that added one, k3s serves its old certificate for
+  a moment, and a client naming the new name would be refused. Module gitops.k3s_flux.k3s_node_info
+  reads the node token and that kubeconfig.'
+- 'A Go binary: the node needs no Python. Its action plugin copies airgap files to
+  the node through the connection, only when an install is needed.'
+author:
+- gitops.k3s_flux maintainers (@gitops-k3s-flux)
+options:
+  abandon_restore:
+    description:
+    - 'Start k3s on a server where a failed etcd restore left its mark (module k3s_etcd_restore''s
+      C(<data_dir>/server/db/gitops.k3s_flux-restore-pending)), and remove the mark.
+      When false, such a server is refused before anything changes, in check mode
+      too, naming the mark and quoting what the restore said: k3s would run on what
+      is left of the etcd data, and a first controller with C(cluster-init) would
+      start a new, empty cluster.'
+    type: bool
+    default: false
+  airgap_binary:
+    description:
+    - The k3s binary for the node's CPU, a path on the controller (on the node with
+      C(remote_src)). Installed as C(/usr/local/bin/k3s).
+    type: path
+  airgap_binary_sha256:
+    description:
+    - sha256 of C(airgap_binary), checked on the node before use.
+    - Must be 64 hexadecimal digits (a sha256); checked before anything is done.
+    type: str
+  airgap_images:
+    description:
+    - Optional image archive (C(k3s-airgap-images-<arch>.tar.zst)), copied to C(<data_dir>/agent/images/).
+    type: path
+  airgap_images_sha256:
+    description:
+    - sha256 of C(airgap_images), checked on the node before use.
+    - Must be 64 hexadecimal digits (a sha256); checked before anything is done.
+    type: str
+  airgap_script:
+    description:
+    - The k3s install script, a path on the controller (on the node with C(remote_src)),
+      run with C(INSTALL_K3S_SKIP_DOWNLOAD=true).
+    type: path
+  airgap_script_sha256:
+    description:
+    - sha256 of C(airgap_script), checked on the node before use.
+    - Must be 64 hexadecimal digits (a sha256); checked before anything is done.
+    type: str
+  allow_downgrade:
+    description:
+    - Install C(version) also on a node that runs a newer k3s (upgraded by system-upgrade-controller,
+      say). When false, such a node is left on its version with a warning, and C(newer_installed)
+      says so.
+    type: bool
+    default: false
+  api_port:
+    description:
+    - The port the server's API listens on (k3s C(https-listen-port)), for C(/readyz)
+      when k3s's kubeconfig names no server.
+    type: int
+    default: 6443
+  data_dir:
+    description:
+    - k3s's data directory (k3s C(data-dir)); the airgap images go under it.
+    type: path
+    default: /var/lib/rancher/k3s
+  install_script_sha256:
+    description:
+    - sha256 of the install script; when set, a script with another sum is refused
+      before it runs.
+    - Must be 64 hexadecimal digits (a sha256); checked before anything is done.
+    type: str
+  install_script_url:
+    description:
+    - The k3s install script (get.k3s.io or a mirror of it).
+    type: str
+    default: https://get.k3s.io
+  install_source:
+    description:
+    - 'C(script): download C(install_script_url) and run it, which downloads k3s.
+      C(airgap): install the C(airgap_*) files.'
+    type: str
+    default: script
+    choices:
+    - script
+    - airgap
+  k3s_config:
+    description:
+    - The arguments of module gitops.k3s_flux.k3s_config (C(role), C(token), C(server),
+      C(config), ...). This module runs it first, in its own process, and restarts
+      the unit when it says C(restart_needed); its result is returned under C(k3s_config)
+      and its diff comes first.
+    - 'One task and one command on the node instead of two for every node and every
+      run: role k8s_cluster renders the config this way. Its secrets are masked as
+      module k3s_config masks them.'
+    - 'Not run when an airgap install needs the files from the controller: the action
+      plugin copies them, then runs this module again.'
+    type: dict
+  k3s_registries:
+    description:
+    - The arguments of module gitops.k3s_flux.k3s_registries (C(mirrors), C(configs),
+      ...), run the same way after C(k3s_config); its result is returned under C(k3s_registries).
+    type: dict
+  kubeconfig_path:
+    description:
+    - The admin kubeconfig a server writes (k3s C(write-kubeconfig)), whose credentials
+      C(/readyz) is asked with.
+    type: path
+    default: /etc/rancher/k3s/k3s.yaml
+  proxy:
+    description:
+    - 'The HTTP proxy the node goes through: the install script''s download (fetched
+      by the module, and by the script''s curl), and k3s itself (its image pulls),
+      as k3s documents: C(HTTP_PROXY), C(HTTPS_PROXY) and C(NO_PROXY) in the unit''s
+      environment file C(/etc/systemd/system/<unit>.service.env), which the install
+      script writes (mode 0600, as it does) and this module keeps to these values
+      afterwards, restarting k3s when they change; the file''s other lines are left
+      as they are.'
+    - 'A password in a URL is masked in the task''s output, diff and errors, also
+      when the task fails, in every form: as written, percent-decoded and percent-encoded
+      (a password holding C(@ : / # %) must be written encoded, C(http://user:s3cr%40t@proxy.home.arpa:3128)).
+      Not set: the environment file''s proxy lines are left alone; set to an empty
+      dict, they are removed.'
+    type: dict
+    suboptions:
+      http_proxy:
+        description:
+        - The proxy for http URLs (C(HTTP_PROXY)), e.g. C(http://proxy.home.arpa:3128).
+        type: str
+      https_proxy:
+        description:
+        - The proxy for https URLs (C(HTTPS_PROXY)).
+        type: str
+      no_proxy:
+        description:
+        - Hosts, domains (C(.home.arpa)) and CIDRs reached directly (C(NO_PROXY)).
+          Role k8s_cluster adds the cluster and service CIDRs, C(.svc), C(.cluster.local),
+          C(localhost), C(127.0.0.1) and every node's address.
+        type: list
+        elements: str
+        default: []
+  release_url:
+    description:
+    - 'Where the install script downloads k3s from instead of GitHub''s releases (its
+      C(GITHUB_URL), default C(https://github.com/k3s-io/k3s/releases)): a mirror
+      serving C(<release_url>/download/<version>/k3s) (C(k3s-arm64), C(k3s-armhf))
+      and C(sha256sum-<arch>.txt) as GitHub does. Only with C(install_source=script).
+      No credentials in it (the script prints the URLs it downloads).'
+    - Must be an http or https URL without credentials; checked before anything is
+      done.
+    type: str
+  remote_src:
+    description:
+    - The C(airgap_*) paths are on the node already. When false, the action plugin
+      copies them from the controller into the task's temporary directory, only when
+      an install is needed.
+    type: bool
+    default: false
+  restart:
+    description:
+    - Restart the unit, because its config changed (k3s_config's C(restart_needed)).
+      Not done when an install just started it.
+    type: bool
+    default: false
+  role:
+    description:
+    - Whether this node runs C(k3s server) (unit C(k3s)) or C(k3s agent) (unit C(k3s-agent)).
+    type: str
+    choices:
+    - server
+    - agent
+  state:
+    description:
+    - 'C(absent) takes the node back to bare: k3s''s own uninstall scripts (C(k3s-uninstall.sh)
+      on servers, C(k3s-agent-uninstall.sh) on agents, whichever the node has), then
+      C(/etc/rancher/k3s) (the directory of C(kubeconfig_path)) and C(data_dir) removed
+      if anything is left. Only directories k3s makes are removed, those whose own
+      name has C(k3s) in it: any other (C(/), a home directory such as C(/home/pi)
+      or C(/root/.kube)) is refused naming the option, before anything changes. C(role)
+      and C(version) are not needed then.'
+    type: str
+    default: present
+    choices:
+    - present
+    - absent
+  upgrade:
+    description:
+    - 'Replace a k3s of another version now. When false, a node that runs another
+      version keeps it (and its unit is enabled, started and restarted as usual) and
+      the result says C(upgrade_pending): role k8s_cluster does this on every node
+      first, then upgrades them one at a time, each drained first.'
+    - A node without k3s, or whose unit is gone, is installed at C(version) either
+      way.
+    type: bool
+    default: true
+  version:
+    description:
+    - The k3s release to have, exactly, such as C(v1.36.2+k3s1).
+    - Must be a k3s release such as v1.36.2+k3s1; checked before anything is done.
+    type: str
+  wait:
+    description:
+    - On servers, wait until C(/readyz) answers C(ok) on this node (after the unit
+      is active, which the module always waits for when it started k3s).
+    type: bool
+    default: true
+  wait_timeout:
+    description:
+    - Seconds to wait, in all, for the unit it started to be active and, with O(wait),
+      for C(/readyz).
+    type: int
+    default: 300
+attributes:
+  check_mode:
+    support: full
+    description: Can run in check_mode and return changed status prediction without
+      modifying target.
+  diff_mode:
+    support: full
+    description: Will return details on what has changed (or possibly needs changing
+      in check_mode), when in diff mode.
+  platform:
+    support: full
+    description: 'A Go binary module: the target needs no Python.'
+    platforms: linux
+notes:
+- 'Runs as root (use C(become)): it installs into C(/usr/local/bin) and drives systemd.'
+- The install script is run with C(INSTALL_K3S_VERSION) and C(INSTALL_K3S_EXEC) (C(server)
+  or C(agent)); the flags belong in k3s's config file (module gitops.k3s_flux.k3s_config),
+  which the script leaves alone.
+"""
+
+EXAMPLES = r"""
+- name: Install k3s on a server, restarting it when its config changed
+  gitops.k3s_flux.k3s_node:
+    role: server
+    version: v1.36.2+k3s1
+    restart: "{{ k3s_config.restart_needed }}"
+  become: true
+
+- name: Install an agent from airgap files kept on the controller
+  gitops.k3s_flux.k3s_node:
+    role: agent
+    version: v1.36.2+k3s1
+    install_source: airgap
+    airgap_binary: files/k3s-arm64
+    airgap_binary_sha256: "{{ k3s_arm64_sha256 }}"
+    airgap_script: files/install.sh
+    airgap_script_sha256: "{{ k3s_script_sha256 }}"
+  become: true
+"""
+
+RETURN = r"""
+actions:
+  description:
+  - 'What the task did (in check mode: would do), in order.'
+  returned: always
+  type: list
+  sample:
+  - install k3s v1.36.2+k3s1 with the install script https://get.k3s.io
+airgap_transfer_needed:
+  description:
+  - Set when an airgap install is needed and the files are still on the controller;
+    the action plugin then copies them and runs the module again.
+  returned: when remote_src is false and an airgap install is needed
+  type: bool
+  sample: true
+k3s_config:
+  description:
+  - The result of module gitops.k3s_flux.k3s_config (C(restart_needed), C(node_name),
+    C(path), ...).
+  returned: when k3s_config is given
+  type: dict
+  sample:
+    node_name: node1
+    path: /etc/rancher/k3s/config.yaml
+    restart_needed: false
+k3s_registries:
+  description:
+  - The result of module gitops.k3s_flux.k3s_registries.
+  returned: when k3s_registries is given
+  type: dict
+  sample:
+    path: /etc/rancher/k3s/registries.yaml
+    restart_needed: false
+newer_installed:
+  description:
+  - The node runs a newer version than C(version), left alone (no C(allow_downgrade)).
+  returned: always
+  type: bool
+  sample: false
+previous_version:
+  description:
+  - The k3s version found before the task; empty when there was none.
+  returned: always
+  type: str
+  sample: v1.35.4+k3s1
+ready:
+  description:
+  - 'On servers: whether C(/readyz) answered C(ok) over a certificate holding the
+    config''s C(tls-san).'
+  returned: when role is server and wait is true
+  type: bool
+  sample: true
+restart_done:
+  description:
+  - Whether the unit was (re)started or installed, so k3s runs with its current config.
+  returned: always
+  type: bool
+  sample: true
+service:
+  description:
+  - The node's unit.
+  returned: always
+  type: str
+  sample: k3s
+upgrade_pending:
+  description:
+  - The node runs another, older version that C(upgrade=false) left in place.
+  returned: always
+  type: bool
+  sample: false
+version:
+  description:
+  - 'The k3s version installed after the task (in check mode: that a real run would
+    leave).'
+  returned: always
+  type: str
+  sample: v1.36.2+k3s1
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec={
+            "state": {
+                "type": "str",
+                "default": "present",
+                "choices": ["present", "absent"],
+            },
+            "role": {
+                "type": "str",
+                "choices": ["server", "agent"],
+            },
+            "version": {
+                "type": "str",
+            },
+            "install_source": {
+                "type": "str",
+                "default": "script",
+                "choices": ["script", "airgap"],
+            },
+            "install_script_url": {
+                "type": "str",
+                "default": "https://get.k3s.io",
+            },
+            "release_url": {
+                "type": "str",
+            },
+            "install_script_sha256": {
+                "type": "str",
+            },
+            "airgap_binary": {
+                "type": "path",
+            },
+            "airgap_binary_sha256": {
+                "type": "str",
+            },
+            "airgap_script": {
+                "type": "path",
+            },
+            "airgap_script_sha256": {
+                "type": "str",
+            },
+            "airgap_images": {
+                "type": "path",
+            },
+            "airgap_images_sha256": {
+                "type": "str",
+            },
+            "remote_src": {
+                "type": "bool",
+                "default": False,
+            },
+            "upgrade": {
+                "type": "bool",
+                "default": True,
+            },
+            "allow_downgrade": {
+                "type": "bool",
+                "default": False,
+            },
+            "restart": {
+                "type": "bool",
+                "default": False,
+            },
+            "k3s_config": {
+                "type": "dict",
+            },
+            "k3s_registries": {
+                "type": "dict",
+            },
+            "api_port": {
+                "type": "int",
+                "default": 6443,
+            },
+            "wait": {
+                "type": "bool",
+                "default": True,
+            },
+            "wait_timeout": {
+                "type": "int",
+                "default": 300,
+            },
+            "data_dir": {
+                "type": "path",
+                "default": "/var/lib/rancher/k3s",
+            },
+            "abandon_restore": {
+                "type": "bool",
+                "default": False,
+            },
+            "kubeconfig_path": {
+                "type": "path",
+                "default": "/etc/rancher/k3s/k3s.yaml",
+            },
+            "proxy": {
+                "type": "dict",
+                "options": {
+                    "http_proxy": {
+                        "type": "str",
+                    },
+                    "https_proxy": {
+                        "type": "str",
+                    },
+                    "no_proxy": {
+                        "type": "list",
+                        "elements": "str",
+                        "default": [],
+                    },
+                },
+            },
+        },
+        required_together=[
+            ["airgap_images", "airgap_images_sha256"],
+        ],
+        required_if=[
+            ("state", "present", ["role", "version"]),
+            ("install_source", "airgap", ["airgap_binary", "airgap_binary_sha256", "airgap_script", "airgap_script_sha256"]),
+        ],
+        supports_check_mode=True,
+    )
+    module.fail_json(
+        msg="gitops.k3s_flux.k3s_node runs as a Go binary through its action plugin, which Ansible did not load: install the whole collection",
+    )
+
+
+if __name__ == "__main__":
+    main()
