@@ -68,6 +68,8 @@ ROOT_CACHE = "/var/lib/gitops.k3s_flux/bin"
 USER_CACHE = '"${XDG_CACHE_HOME:-$HOME/.cache}/gitops.k3s_flux/bin"'
 # What the host answers when the binary is not there yet.
 MISSING = "GITOPS_K3S_FLUX_BINARY_MISSING"
+# What the host answers, with the directory and the error, when it could not keep the binary sent.
+KEEP_FAILED = "GITOPS_K3S_FLUX_KEEP_FAILED"
 # What the host answers first, with its `uname -sm`, when the task's command asked it.
 PLATFORM_MARK = "GITOPS_K3S_FLUX_PLATFORM"
 # The build's sums of every binary (make build), so a task need not hash 50 MB.
@@ -311,11 +313,27 @@ def run_script(binary, name, upload=None, names=None):
         lines += [
             "umask 077",
             't="$d/.%s.$$"' % name,
-            'mkdir -p "$d" && cp %s "$t" && chmod 0700 "$t" && mv -f "$t" "$b" || { rm -f "$t"; exit 1; }' % shlex.quote(upload),
+            'e="$( { mkdir -p "$d" && cp %s "$t" && chmod 0700 "$t" && mv -f "$t" "$b"; } 2>&1)" || { rm -f "$t"; echo "%s $d: $e"; exit 1; }'
+            % (shlex.quote(upload), KEEP_FAILED),
             'for f in "$d"/%s-*; do [ "$f" = "$b" ] || rm -f "$f"; done' % binary,
         ]
     lines.append('exec "$b" -')
     return "\n".join(lines)
+
+
+def keep_failed(res):
+    """The task's failure when the host could not keep the binary it was sent (a home the user
+    cannot write, a full disk): naming the directory and the host's error, not Ansible's
+    "Module result deserialization failed"; None otherwise."""
+    if res.get("rc") == 0:
+        return None
+    for line in res.get("stdout", "").split("\n"):
+        if line.startswith(KEEP_FAILED + " "):
+            where = line[len(KEEP_FAILED) + 1:].strip()
+            return {"failed": True, "rc": res.get("rc"), "msg": (
+                "gitops.k3s_flux could not keep the module's binary on the host in %s. A user other than root keeps the binaries "
+                "in $XDG_CACHE_HOME or ~/.cache, which it must be able to write; with become, root keeps them in %s" % (where, ROOT_CACHE))}
+    return None
 
 
 def split_platform(stdout):
@@ -457,6 +475,9 @@ class BinaryModuleAction(ActionBase):
                 self._transfer_file(path, upload)
                 self._fixup_perms2([tmpdir, upload])
                 res = run(run_script(binary, kept, upload))
+                failed = keep_failed(res)
+                if failed:
+                    return failed
         data = ansible_private.parse_result(self, res)
         if facts:
             data.setdefault("ansible_facts", {}).update(facts)

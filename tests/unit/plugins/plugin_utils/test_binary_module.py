@@ -18,6 +18,7 @@ from unittest import mock
 from ansible_collections.gitops.k3s_flux.plugins.plugin_utils.binary_module import (
     COLLECTION_ROOT,
     FACT,
+    KEEP_FAILED,
     MISSING,
     PLATFORM_MARK,
     ROOT_CACHE,
@@ -28,6 +29,7 @@ from ansible_collections.gitops.k3s_flux.plugins.plugin_utils.binary_module impo
     cached_name,
     collection_info,
     fetch_controller,
+    keep_failed,
     payload_url,
     platform_of,
     run_script,
@@ -164,6 +166,22 @@ class KeptBinary(unittest.TestCase):
         res = self.sh(run_script("k3s_node", name, os.path.join(self.home, "gone")))
         self.assertEqual(res.returncode, 1, res.stdout)
         self.assertEqual(os.listdir(self.dir), [])
+        failed = keep_failed({"rc": res.returncode, "stdout": res.stdout.decode()})
+        self.assertIn("in %s: cp: " % self.dir, failed["msg"])
+
+    def test_a_cache_it_cannot_make_is_named(self):
+        # A home that is no directory: mkdir fails even for root (the Python tests also run as root).
+        home = os.path.join(self.home, "file")
+        open(home, "w").close()
+        self.env["HOME"] = home
+        res = self.sh(run_script("k3s_node", cached_name("k3s_node", "1" * 64), self.upload))
+        self.assertEqual(res.returncode, 1, res.stdout)
+        failed = keep_failed({"rc": res.returncode, "stdout": res.stdout.decode()})
+        self.assertTrue(failed["failed"])
+        self.assertIn("in %s/.cache/gitops.k3s_flux/bin: mkdir: " % home, failed["msg"])
+        self.assertIn("Not a directory", failed["msg"])
+        self.assertIsNone(keep_failed({"rc": 1, "stdout": "a module's own failure"}))
+        self.assertIsNone(keep_failed({"rc": 0, "stdout": KEEP_FAILED + " not a failure"}))
 
     def fake_uname(self, answer):
         """A uname on the script's PATH that answers `uname -sm` as a host of that platform."""
@@ -257,6 +275,15 @@ class ExecuteKept(unittest.TestCase):
         data = self.action()._execute_kept("gitops.k3s_flux.k3s_node", {"a": 2}, {})
         self.assertEqual(data, {"built_for": "linux_arm64", "args": {"a": 2}, "ansible_facts": {FACT: "linux_arm64"}})
         self.assertEqual(1, len(self.commands))
+
+    def test_a_home_it_cannot_write_fails_naming_the_directory(self):
+        self.host("Linux x86_64")
+        home = os.path.join(self.home, "file")
+        open(home, "w").close()
+        self.home = home
+        data = self.action()._execute_kept("gitops.k3s_flux.k3s_node", {"a": 1}, {})
+        self.assertTrue(data["failed"])
+        self.assertIn("could not keep the module's binary on the host in %s/.cache/gitops.k3s_flux/bin: mkdir: " % home, data["msg"])
 
     def test_delegated_caches_nothing(self):
         self.host("Linux x86_64")
