@@ -36,53 +36,106 @@ func run(ctx context.Context, req *ansible.Request, connect kube.Connector) (*an
 		return nil, err
 	}
 	c := clients.Typed
-	node, err := c.CoreV1().Nodes().Get(ctx, a.Name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) && a.State == "absent" {
-		return result(false, false, sorting{}), nil
-	}
-	if apierrors.IsNotFound(err) {
-		return nil, fmt.Errorf("no Node named %s", a.Name)
-	}
+	node, pods, err := read(ctx, c, a)
 	if err != nil {
-		return nil, fmt.Errorf("get node %s: %w", a.Name, err)
+		return nil, err
 	}
-	wantUnschedulable := a.State != "uncordon"
-	var s sorting
-	if a.State == "drain" || a.State == "absent" {
-		pods, err := c.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("spec.nodeName", a.Name).String()})
-		if err != nil {
-			return nil, fmt.Errorf("list the pods on node %s: %w", a.Name, err)
-		}
-		s = sortPods(pods.Items, a.DeleteOptions)
-		if len(s.Refused) > 0 {
-			return nil, fmt.Errorf("cannot drain node %s, nothing done: %s", a.Name, strings.Join(s.Refused, "; "))
-		}
+	p, err := decide(a, node, pods)
+	if err != nil {
+		return nil, err
 	}
-	res := result(node.Spec.Unschedulable != wantUnschedulable || len(s.Evict) > 0 || a.State == "absent", wantUnschedulable, s)
-	if res.Changed {
-		after := describe(a.Name, wantUnschedulable, nil)
-		if a.State == "absent" {
-			after = fmt.Sprintf("node %s: absent\n", a.Name)
-		}
-		res.Diff = []ansible.Diff{{Before: describe(a.Name, node.Spec.Unschedulable, podIDs(s.Evict)), After: after}}
-	}
+	res := p.result(a)
 	if req.CheckMode || !res.Changed {
 		return res, nil
 	}
-	if node.Spec.Unschedulable != wantUnschedulable {
-		if err := setUnschedulable(ctx, c, a.Name, wantUnschedulable); err != nil {
-			return res, err
+	return res, p.apply(ctx, req, c, a)
+}
+
+// read is what the decision needs: the Node (nil when there is none) and,
+// for a drain, the Pods on it. Nothing changes.
+func read(ctx context.Context, c kubernetes.Interface, a args) (*corev1.Node, []corev1.Pod, error) {
+	node, err := c.CoreV1().Nodes().Get(ctx, a.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("get node %s: %w", a.Name, err)
+	}
+	if a.State != "drain" && a.State != "absent" {
+		return node, nil, nil
+	}
+	pods, err := c.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("spec.nodeName", a.Name).String()})
+	if err != nil {
+		return nil, nil, fmt.Errorf("list the pods on node %s: %w", a.Name, err)
+	}
+	return node, pods.Items, nil
+}
+
+// drainPlan is what a run does to the Node, decided before anything changes.
+type drainPlan struct {
+	node *corev1.Node // nil: there is no such Node, and state absent asks for none
+	// setUnschedulable is whether the Node's spec.unschedulable is to be
+	// set, to unschedulable.
+	setUnschedulable, unschedulable bool
+	pods                            sorting // the Pods to evict, those left and those refused
+	delete                          bool
+}
+
+// decide is the plan for the Node and its Pods as read: a Node that is
+// missing, or a Pod the options refuse, fails before anything is done.
+func decide(a args, node *corev1.Node, pods []corev1.Pod) (drainPlan, error) {
+	if node == nil {
+		if a.State == "absent" {
+			return drainPlan{}, nil
+		}
+		return drainPlan{}, fmt.Errorf("no Node named %s", a.Name)
+	}
+	p := drainPlan{node: node, unschedulable: a.State != "uncordon", delete: a.State == "absent"}
+	p.setUnschedulable = node.Spec.Unschedulable != p.unschedulable
+	if a.State == "drain" || a.State == "absent" {
+		p.pods = sortPods(pods, a.DeleteOptions)
+		if len(p.pods.Refused) > 0 {
+			return drainPlan{}, fmt.Errorf("cannot drain node %s, nothing done: %s", a.Name, strings.Join(p.pods.Refused, "; "))
 		}
 	}
-	if len(s.Evict) > 0 {
-		if err := drain(ctx, req, c, a, s.Evict); err != nil {
-			return res, err
+	return p, nil
+}
+
+// changed says whether carrying the plan out changes anything.
+func (p drainPlan) changed() bool {
+	return p.setUnschedulable || len(p.pods.Evict) > 0 || p.delete
+}
+
+// result is the plan as the module reports it: changed, the diff of the
+// Node and the Pods it evicts, the Node's state afterwards.
+func (p drainPlan) result(a args) *ansible.Result {
+	res := result(p.changed(), p.node != nil && p.unschedulable, p.pods)
+	if res.Changed {
+		after := describe(a.Name, p.unschedulable, nil)
+		if p.delete {
+			after = fmt.Sprintf("node %s: absent\n", a.Name)
+		}
+		res.Diff = []ansible.Diff{{Before: describe(a.Name, p.node.Spec.Unschedulable, podIDs(p.pods.Evict)), After: after}}
+	}
+	return res
+}
+
+// apply carries the plan out: cordon (or uncordon), evict, then delete.
+func (p drainPlan) apply(ctx context.Context, req *ansible.Request, c kubernetes.Interface, a args) error {
+	if p.setUnschedulable {
+		if err := setUnschedulable(ctx, c, a.Name, p.unschedulable); err != nil {
+			return err
 		}
 	}
-	if a.State == "absent" {
-		return res, deleteNode(ctx, req, c, a, node)
+	if len(p.pods.Evict) > 0 {
+		if err := drain(ctx, req, c, a, p.pods.Evict); err != nil {
+			return err
+		}
 	}
-	return res, nil
+	if p.delete {
+		return deleteNode(ctx, req, c, a, p.node)
+	}
+	return nil
 }
 
 // deleteNode deletes the drained Node and waits until it is gone: k3s

@@ -191,3 +191,55 @@ func TestDrainAgainstAnInMemoryCluster(t *testing.T) {
 func TestModuleFile(t *testing.T) {
 	ansibletest.CheckModuleFile(t, module)
 }
+
+// TestDecide: the plan for each state, from the Node and Pods as read,
+// before anything changes.
+func TestDecide(t *testing.T) {
+	cordoned := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}, Spec: corev1.NodeSpec{Unschedulable: true}}
+	schedulable := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}}
+	web, agent := *pod("web", "n", "ReplicaSet"), *pod("agent", "n", "DaemonSet")
+	for _, tc := range []struct {
+		name        string
+		state       string
+		node        *corev1.Node
+		pods        []corev1.Pod
+		options     deleteOptions
+		cordon      bool
+		evict       []string
+		deleteNode  bool
+		changed     bool
+		errContains string
+	}{
+		{name: "cordon a schedulable Node", state: "cordon", node: schedulable, cordon: true, changed: true},
+		{name: "cordon a cordoned Node: nothing", state: "cordon", node: cordoned},
+		{name: "uncordon a cordoned Node", state: "uncordon", node: cordoned, cordon: true, changed: true},
+		{name: "uncordon a schedulable Node: nothing", state: "uncordon", node: schedulable},
+		{name: "drain: cordon and evict", state: "drain", node: schedulable, pods: []corev1.Pod{web}, cordon: true, evict: []string{"apps/web"}, changed: true},
+		{name: "drain a cordoned Node with nothing to evict: nothing", state: "drain", node: cordoned},
+		{name: "drain a cordoned Node, a Pod still on it", state: "drain", node: cordoned, pods: []corev1.Pod{web}, evict: []string{"apps/web"}, changed: true},
+		{name: "a DaemonSet Pod refuses the drain", state: "drain", node: schedulable, pods: []corev1.Pod{web, agent}, errContains: "cannot drain node n, nothing done: apps/agent (DaemonSet Pod"},
+		{name: "ignore_daemonsets leaves it", state: "drain", node: schedulable, pods: []corev1.Pod{web, agent}, options: deleteOptions{IgnoreDaemonsets: true}, cordon: true, evict: []string{"apps/web"}, changed: true},
+		{name: "absent: drain then delete", state: "absent", node: cordoned, pods: []corev1.Pod{web}, evict: []string{"apps/web"}, deleteNode: true, changed: true},
+		{name: "absent, no Node: nothing", state: "absent"},
+		{name: "no Node to cordon", state: "cordon", errContains: "no Node named n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := args{Name: "n", State: tc.state, DeleteOptions: tc.options}
+			p, err := decide(a, tc.node, tc.pods)
+			if tc.errContains != "" {
+				assert.ErrorContains(t, err, tc.errContains)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.cordon, p.setUnschedulable, "set spec.unschedulable")
+			if tc.evict == nil {
+				tc.evict = []string{}
+			}
+			assert.Equal(t, tc.evict, podIDs(p.pods.Evict), "evict")
+			assert.Equal(t, tc.deleteNode, p.delete, "delete")
+			res := p.result(a)
+			assert.Equal(t, tc.changed, res.Changed, "changed")
+			assert.Equal(t, tc.changed, len(res.Diff) == 1, "a diff when changed")
+		})
+	}
+}
