@@ -57,37 +57,57 @@ func run(_ context.Context, req *ansible.Request) (*ansible.Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	d := destFile{dest, old, mode, exists}
+	plan := planReplace
 	if a.Merge {
-		return runMerge(req, a, destFile{dest, old, mode, exists})
+		plan = planMerge
 	}
-	var prev *clientcmdapi.Config
-	if exists {
-		if prev, err = clientcmd.Load(old); err == nil {
+	p, err := plan(req, a, d)
+	if err != nil {
+		return nil, err
+	}
+	if !p.res.Changed || req.CheckMode {
+		return p.res, nil
+	}
+	return p.res, p.apply()
+}
+
+// writePlan is what a run does to dest, decided before anything is
+// written: the file's new content (or only its mode fixed) and a backup of
+// the old one; res is the result, with its diff.
+type writePlan struct {
+	destFile
+	content        []byte
+	contentChanged bool
+	backup         bool
+	res            *ansible.Result
+}
+
+// planReplace writes the admin kubeconfig given as the whole of dest.
+func planReplace(req *ansible.Request, a args, d destFile) (writePlan, error) {
+	if d.exists {
+		if prev, err := clientcmd.Load(d.old); err == nil {
 			addSecrets(req, prev)
 		}
 	}
 	cfg, err := loadContent(req, a)
 	if err != nil {
-		return nil, err
+		return writePlan{}, err
 	}
 	content, err := clientcmd.Write(*cfg)
 	if err != nil {
-		return nil, fmt.Errorf("encode the kubeconfig: %w", err)
+		return writePlan{}, fmt.Errorf("encode the kubeconfig: %w", err)
 	}
-	res := result(dest, cfg)
-	contentChanged := !exists || !bytes.Equal(old, content)
-	res.Changed = contentChanged || mode != fileMode
-	if contentChanged {
+	p := writePlan{destFile: d, content: content, contentChanged: !d.exists || !bytes.Equal(d.old, content), backup: d.exists && a.Backup, res: result(d.path, cfg)}
+	p.res.Changed = p.contentChanged || d.mode != fileMode
+	if p.contentChanged {
 		shown := ""
-		if exists {
-			shown = redact(string(old))
+		if d.exists {
+			shown = redact(string(d.old))
 		}
-		res.Diff = []ansible.Diff{{Before: shown, After: redact(string(content)), BeforeHeader: dest, AfterHeader: dest}}
+		p.res.Diff = []ansible.Diff{{Before: shown, After: redact(string(content)), BeforeHeader: d.path, AfterHeader: d.path}}
 	}
-	if !res.Changed || req.CheckMode {
-		return res, nil
-	}
-	return res, apply(res, dest, old, content, exists, contentChanged, exists && a.Backup)
+	return p, nil
 }
 
 // destFile is what was at dest when the module started.
@@ -98,27 +118,27 @@ type destFile struct {
 	exists bool
 }
 
-// runMerge adds (or with state=absent removes) the entries named
+// planMerge adds (or with state=absent removes) the entries named
 // cluster_name in the user's kubeconfig at dest, and nothing else: a file
 // that is no kubeconfig, or an entry of that name this module did not
 // write, is refused before anything is written. The file is backed up
 // before the first merge into it; the diff shows only those entries.
-func runMerge(req *ansible.Request, a args, d destFile) (*ansible.Result, error) {
+func planMerge(req *ansible.Request, a args, d destFile) (writePlan, error) {
 	prev := clientcmdapi.NewConfig()
 	if d.exists {
 		if err := kubeconfigShape(d.old); err != nil {
-			return nil, fmt.Errorf("dest %s is not a kubeconfig: %w; nothing was changed", d.path, err)
+			return writePlan{}, fmt.Errorf("dest %s is not a kubeconfig: %w; nothing was changed", d.path, err)
 		}
 		loaded, err := clientcmd.Load(d.old)
 		if err != nil {
-			return nil, fmt.Errorf("dest %s is not a kubeconfig (%w); nothing was changed", d.path, err)
+			return writePlan{}, fmt.Errorf("dest %s is not a kubeconfig (%w); nothing was changed", d.path, err)
 		}
 		prev = loaded
 		addSecrets(req, prev)
 	}
 	out, warnings, err := mergePlan(req, a, prev)
 	if err != nil {
-		return nil, fmt.Errorf("dest %s: %w", d.path, err)
+		return writePlan{}, fmt.Errorf("dest %s: %w", d.path, err)
 	}
 	res := result(d.path, out)
 	res.Warnings = warnings
@@ -126,25 +146,22 @@ func runMerge(req *ansible.Request, a args, d destFile) (*ansible.Result, error)
 	// nothing, however the file was formatted.
 	before, err := clientcmd.Write(*prev)
 	if err != nil {
-		return nil, fmt.Errorf("encode %s: %w", d.path, err)
+		return writePlan{}, fmt.Errorf("encode %s: %w", d.path, err)
 	}
 	content, err := clientcmd.Write(*out)
 	if err != nil {
-		return nil, fmt.Errorf("encode the kubeconfig: %w", err)
+		return writePlan{}, fmt.Errorf("encode the kubeconfig: %w", err)
 	}
 	contentChanged := !bytes.Equal(before, content) || (!d.exists && a.State == "present")
 	res.Changed = contentChanged || (a.State == "present" && d.exists && d.mode != fileMode)
 	if contentChanged {
 		if res.Diff, err = ownDiff(d.path, prev, out, a.ClusterName); err != nil {
-			return nil, err
+			return writePlan{}, err
 		}
-	}
-	if !res.Changed || req.CheckMode {
-		return res, nil
 	}
 	// The first merge into a file keeps it as it was: the user's own.
 	backup := d.exists && len(bytes.TrimSpace(d.old)) > 0 && (a.Backup || !ownsAny(prev, a.ClusterName))
-	return res, apply(res, d.path, d.old, content, d.exists, contentChanged, backup)
+	return writePlan{destFile: d, content: content, contentChanged: contentChanged, backup: backup, res: res}, nil
 }
 
 // mergePlan is prev with the entries named cluster_name merged from content,
@@ -197,16 +214,17 @@ func loadContent(req *ansible.Request, a args) (*clientcmdapi.Config, error) {
 	return cfg, nil
 }
 
-// apply writes content to dest (or only fixes its mode), keeping a backup
-// and making a missing directory private and ignored by git.
-func apply(res *ansible.Result, dest string, old, content []byte, exists, contentChanged, backup bool) error {
-	if !contentChanged {
+// apply writes the content to dest (or only fixes its mode), keeping a
+// backup and making a missing directory private and ignored by git.
+func (p writePlan) apply() error {
+	res, dest, old, content := p.res, p.path, p.old, p.content
+	if !p.contentChanged {
 		if err := os.Chmod(dest, fileMode); err != nil {
 			return fmt.Errorf("chmod %s: %w", dest, err)
 		}
 		return nil
 	}
-	if backup {
+	if p.backup {
 		name, err := atomicfile.Backup(dest, old, fileMode)
 		if err != nil {
 			return err
