@@ -208,3 +208,31 @@ func TestInstanceAgainstAnInMemoryCluster(t *testing.T) {
 		assert.Equal(t, false, res["changed"])
 	})
 }
+
+// TestDecideRemoval: what state=absent does to the instance as read.
+func TestDecideRemoval(t *testing.T) {
+	instance := func(labels map[string]string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: definition("2.x")}
+		u.SetLabels(labels)
+		return u
+	}
+	adopted := instance(map[string]string{"kustomize.toolkit.fluxcd.io/name": "flux-system"})
+	for _, tc := range []struct {
+		name      string
+		current   *unstructured.Unstructured
+		force     bool
+		deletes   bool
+		adoptedBy string
+	}{
+		{name: "none: nothing to do", current: nil},
+		{name: "ours: deleted", current: instance(nil), deletes: true},
+		{name: "adopted by Flux: left alone", current: adopted, adoptedBy: "kustomize.toolkit.fluxcd.io/name=flux-system"},
+		{name: "adopted, forced: deleted", current: adopted, force: true, deletes: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := decideRemoval(args{Force: tc.force}, tc.current)
+			assert.Equal(t, tc.deletes, p.current != nil, "deletes")
+			assert.Equal(t, tc.adoptedBy, p.adoptedBy)
+		})
+	}
+}

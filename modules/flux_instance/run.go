@@ -137,26 +137,53 @@ func run(ctx context.Context, req *ansible.Request, connect kube.Connector) (*an
 	return res, present(ctx, req, res, clients, a, desired, timeout)
 }
 
-// absent deletes the instance, unless Flux adopted it.
+// absent deletes the instance, unless Flux adopted it: read, decide, then
+// delete.
 func absent(ctx context.Context, req *ansible.Request, res *ansible.Result, clients *kube.Clients, a args, timeout time.Duration) error {
 	ns := instanceNamespace(a)
 	current, err := clients.Get(ctx, instanceGVR, ns, instanceName)
-	if err != nil || current == nil {
+	if err != nil {
 		return err
 	}
-	// The same policy as for present, and as the other modules': an
-	// object Flux adopted is left alone, with a warning, unless forced.
-	if by, adopted := kube.FluxOwned(current); adopted && !a.Force {
-		res.Set("adopted", true)
-		req.Warn("FluxInstance %s/flux is adopted by Flux (%s): left alone, not deleted; set force=true to delete it anyway", ns, by)
-		return nil
-	}
-	res.Changed = true
-	res.Diff = instanceDiff(ns, current, nil)
-	if req.CheckMode {
+	p := decideRemoval(a, current)
+	p.report(req, res, ns)
+	if p.current == nil || req.CheckMode {
 		return nil
 	}
 	return remove(ctx, clients, a, ns, timeout)
+}
+
+// removalPlan is what absent does to the instance, decided before anything
+// is deleted.
+type removalPlan struct {
+	current   *unstructured.Unstructured // the instance to delete; nil: nothing to delete
+	adoptedBy string                     // the Flux object that adopted it: left alone
+}
+
+// decideRemoval is the plan for the instance as read (nil: there is none).
+// The same policy as for present, and as the other modules': an object
+// Flux adopted is left alone, with a warning, unless forced.
+func decideRemoval(a args, current *unstructured.Unstructured) removalPlan {
+	if current == nil {
+		return removalPlan{}
+	}
+	if by, adopted := kube.FluxOwned(current); adopted && !a.Force {
+		return removalPlan{adoptedBy: by}
+	}
+	return removalPlan{current: current}
+}
+
+// report puts the plan in the result: adopted and its warning, or changed
+// and the diff of the deletion.
+func (p removalPlan) report(req *ansible.Request, res *ansible.Result, ns string) {
+	if p.adoptedBy != "" {
+		res.Set("adopted", true)
+		req.Warn("FluxInstance %s/flux is adopted by Flux (%s): left alone, not deleted; set force=true to delete it anyway", ns, p.adoptedBy)
+	}
+	if p.current != nil {
+		res.Changed = true
+		res.Diff = instanceDiff(ns, p.current, nil)
+	}
 }
 
 // operatorReady waits for the Flux Operator; in check mode, which installs
