@@ -222,8 +222,18 @@ type Step struct {
 // command on the node instead of two). args are m's options, validated
 // against m's spec; r's check, diff and verbosity modes apply. m's secrets
 // join r's, so that no part of r's result shows them.
-func (r *Request) RunStep(ctx context.Context, m *Module, run RunFunc, args map[string]any) (step Step) {
-	raw := map[string]any{keyCheckMode: r.CheckMode, keyDiff: r.Diff, keyNoLog: r.NoLog, keyVerbosity: r.Verbosity, keyTmpDir: r.TmpDir}
+func (r *Request) RunStep(ctx context.Context, m *Module, run RunFunc, args map[string]any) Step {
+	return r.runStep(ctx, m, run, args, r.CheckMode)
+}
+
+// PlanStep is RunStep in check mode, whatever r's: what the step would do,
+// nothing changed, for a module that decides everything before it writes.
+func (r *Request) PlanStep(ctx context.Context, m *Module, run RunFunc, args map[string]any) Step {
+	return r.runStep(ctx, m, run, args, true)
+}
+
+func (r *Request) runStep(ctx context.Context, m *Module, run RunFunc, args map[string]any, checkMode bool) (step Step) {
+	raw := map[string]any{keyCheckMode: checkMode, keyDiff: r.Diff, keyNoLog: r.NoLog, keyVerbosity: r.Verbosity, keyTmpDir: r.TmpDir}
 	for k, v := range args {
 		if !strings.HasPrefix(k, "_ansible_") {
 			raw[k] = v

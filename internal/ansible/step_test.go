@@ -106,3 +106,24 @@ func TestRunStep(t *testing.T) {
 		})
 	}
 }
+
+// PlanStep runs the step in check mode, whatever the outer task's; RunStep
+// in the outer task's.
+func TestPlanStep(t *testing.T) {
+	inner := &ansible.Module{Name: "inner", Spec: ansible.Spec{Options: []ansible.Option{{Name: "name"}}}}
+	outer := &ansible.Module{Name: "outer", Spec: ansible.Spec{Options: []ansible.Option{{Name: "inner", Type: ansible.TypeDict}}}}
+	checkMode := func(_ context.Context, req *ansible.Request) (*ansible.Result, error) {
+		res := &ansible.Result{}
+		res.Set("check_mode", req.CheckMode)
+		return res, nil
+	}
+	var planned, ran ansible.Step
+	_, code, _ := ansibletest.Run(t, outer, func(ctx context.Context, req *ansible.Request) (*ansible.Result, error) {
+		planned = req.PlanStep(ctx, inner, checkMode, map[string]any{"name": "n"})
+		ran = req.RunStep(ctx, inner, checkMode, map[string]any{"name": "n"})
+		return &ansible.Result{}, nil
+	}, map[string]any{"inner": map[string]any{}})
+	require.Equal(t, 0, code)
+	assert.Equal(t, true, planned.Result.Values["check_mode"])
+	assert.Equal(t, false, ran.Result.Values["check_mode"])
+}

@@ -29,14 +29,19 @@ type step struct {
 
 // render runs the renderers whose options are given, in this process; it
 // stops at the first that fails and returns it too (nil when none failed).
-func render(ctx context.Context, req *ansible.Request) (steps []step, failed *step) {
+// With plan, each runs in check mode: what it would write, nothing written.
+func render(ctx context.Context, req *ansible.Request, plan bool) (steps []step, failed *step) {
+	runStep := req.RunStep
+	if plan {
+		runStep = req.PlanStep
+	}
 	for _, r := range renderers {
 		args, ok := req.Params[r.option].(map[string]any)
 		if !ok {
 			continue
 		}
 		s := step{option: r.option}
-		s.Step = req.RunStep(ctx, r.module, func(ctx context.Context, sub *ansible.Request) (*ansible.Result, error) {
+		s.Step = runStep(ctx, r.module, func(ctx context.Context, sub *ansible.Request) (*ansible.Result, error) {
 			c, err := r.converge(ctx, sub)
 			s.converged = c
 			return c.Result, err

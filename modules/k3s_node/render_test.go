@@ -83,6 +83,28 @@ func TestRendererFailureChangesNothing(t *testing.T) {
 	assert.NoFileExists(t, configPath)
 }
 
+// TestDecidesBeforeWriting: the renderers are planned first, so a second
+// one that fails leaves the first one's file unwritten too.
+func TestDecidesBeforeWriting(t *testing.T) {
+	where := testPaths(t)
+	dir := t.TempDir()
+	configPath, registriesPath := filepath.Join(dir, "config.yaml"), filepath.Join(dir, "registries.yaml")
+	f := newFakeNode()
+	f.version = testVersion
+	f.units["k3s"] = &k3snode.UnitState{Loaded: true, Enabled: true, Active: true}
+	res, code := runOn(t, f, where, map[string]any{
+		"role":       "server",
+		"k3s_config": map[string]any{"path": configPath, "role": "server", "token": testToken},
+		"k3s_registries": map[string]any{"path": registriesPath, "configs": map[string]any{
+			"registry.example:5000": map[string]any{"tls": map[string]any{"cert_file": filepath.Join(dir, "missing.crt")}}}},
+	})
+	require.Equal(t, 1, code, res)
+	assert.Contains(t, res["msg"], "k3s_registries: ")
+	assert.Empty(t, f.changes(), "k3s left alone")
+	assert.NoFileExists(t, configPath, "k3s_config's file is not written either")
+	assert.NoFileExists(t, registriesPath)
+}
+
 func TestRenderersWaitForTheAirgapFiles(t *testing.T) {
 	where := testPaths(t)
 	configPath := filepath.Join(t.TempDir(), "config.yaml")

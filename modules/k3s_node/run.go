@@ -129,54 +129,52 @@ func run(ctx context.Context, req *ansible.Request, sys k3snode.System, where k3
 	if err != nil {
 		return nil, err
 	}
+	// Everything is decided before anything is written: the renderers run
+	// in check mode first (a config they would change restarts k3s), then
+	// the environment file's change (systemd reads it when the unit starts).
+	planned, failed := render(ctx, req, true)
+	if failed != nil {
+		return stepsFailed(planned, failed)
+	}
+	envChange, err := n.envChange(req, a, k3snode.Units[a.Role])
+	if err != nil {
+		return nil, err
+	}
+	a.Restart = a.Restart || restartNeeded(planned) || envChange != nil
 	p, err := decide(a, s)
 	if err != nil {
 		return nil, err
 	}
-	// The action plugin runs the module again once the files are on the node:
-	// nothing is rendered before then, so that run reports every change.
-	transfer := p.Install && a.InstallSource == "airgap" && !a.RemoteSrc && !req.CheckMode
-	var steps []step
-	if !transfer {
-		var failed *step
-		if steps, failed = render(ctx, req); failed != nil {
-			res := &ansible.Result{}
-			addSteps(res, steps)
-			return res, fmt.Errorf("%s: %w", failed.option, failed.Err)
-		}
-		if restartNeeded(steps) {
-			a.Restart = true
-			if p, err = decide(a, s); err != nil {
-				return nil, err
-			}
-		}
-	}
-	envChange, err := n.envChange(req, a, p.Service)
-	if err != nil {
-		return nil, err
-	}
-	if envChange != nil && !p.Install {
-		// systemd reads the file when the unit starts.
-		a.Restart = true
-		if p, err = decide(a, s); err != nil {
-			return nil, err
-		}
-	}
 	n.env = envChange
-	res := planResult(req, a, s, p, envChange, steps)
 	if req.CheckMode {
-		return res, nil
+		return planResult(req, a, s, p, envChange, planned), nil
 	}
-	if transfer {
+	if p.Install && a.InstallSource == "airgap" && !a.RemoteSrc {
+		// The action plugin runs the module again once the files are on the
+		// node: nothing is written before then, so that run reports every change.
+		res := planResult(req, a, s, p, envChange, nil)
 		res.Changed = false
 		res.Set("airgap_transfer_needed", true)
 		return res, errors.New("k3s must be installed from airgap files that are still on the controller: run this module as a task (its action plugin copies them to the node), or set remote_src with paths on the node")
 	}
+	steps, failed := render(ctx, req, false)
+	if failed != nil {
+		return stepsFailed(steps, failed)
+	}
+	res := planResult(req, a, s, p, envChange, steps)
 	err = n.apply(ctx, req, a, p, nodeNameOf(steps), res)
 	if err == nil && abandoned != "" {
 		err = dropRestoreMark(req, where, abandoned)
 	}
 	return res, err
+}
+
+// stepsFailed is the task's failure when a renderer failed: the renderers'
+// results so far, and the failed one's error under its option's name.
+func stepsFailed(steps []step, failed *step) (*ansible.Result, error) {
+	res := &ansible.Result{}
+	addSteps(res, steps)
+	return res, fmt.Errorf("%s: %w", failed.option, failed.Err)
 }
 
 // dropRestoreMark removes the mark of a restore the user abandoned, once k3s runs.

@@ -133,10 +133,11 @@ options:
     - airgap
   k3s_config:
     description:
-    - The arguments of module gitops.k3s_flux.k3s_config (C(role), C(token), C(server),
+    - 'The arguments of module gitops.k3s_flux.k3s_config (C(role), C(token), C(server),
       C(config), ...). This module runs it first, in its own process, and restarts
       the unit when it says C(restart_needed); its result is returned under C(k3s_config)
-      and its diff comes first.
+      and its diff comes first. It is checked before anything is written: when it
+      (or C(k3s_registries)) would fail, nothing is written and k3s is left alone.'
     - 'One task and one command on the node instead of two for every node and every
       run: role k8s_cluster renders the config this way. Its secrets are masked as
       module k3s_config masks them.'
