@@ -146,7 +146,7 @@ func Up(ctx context.Context, opts Options) (b *Bed, err error) {
 	}
 	b.Kubeconfig = b.cp.kubeconfig
 	b.APIServer = fmt.Sprintf("https://%s:%d", hosts.BridgeAddr, APIServerPort)
-	if b.Registry, err = startRegistry(b.cp.ca, filepath.Join(opts.Dir, "cluster", "pki", pki.CACertFile)); err != nil {
+	if b.Registry, err = startRegistry(b.cp.ca, filepath.Join(opts.Dir, "cluster", "pki", pki.CACertFile), hosts.BridgeAddr); err != nil {
 		return b, err
 	}
 	if err := b.Registry.pushCharts(chartDir(), filepath.Join(toolDir("flux-operator", "FLUX_OPERATOR_VERSION"), "crd", "bases"), filepath.Join(opts.Dir, "charts")); err != nil {

@@ -347,7 +347,7 @@ func (b *Bed) upReal(ctx context.Context, opts Options, start time.Time) error {
 	if err != nil {
 		return err
 	}
-	if b.Registry, err = startRegistry(ca, filepath.Join(pkiDir, pki.CACertFile)); err != nil {
+	if b.Registry, err = startRegistry(ca, filepath.Join(pkiDir, pki.CACertFile), b.Hosts.BridgeAddr); err != nil {
 		return err
 	}
 	if err := b.Registry.pushCharts(chartDir(), filepath.Join(toolDir("flux-operator", "FLUX_OPERATOR_VERSION"), "crd", "bases"), filepath.Join(opts.Dir, "charts")); err != nil {

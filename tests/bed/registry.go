@@ -33,10 +33,10 @@ var ChartVersions = []string{"0.58.0", "0.59.0"}
 // oci://<registry>/charts/flux-operator.
 const ChartRepository = "charts/flux-operator"
 
-// Registry is an OCI registry on loopback (go-containerregistry's, in
-// process). It serves the same charts twice: over plain HTTP at Addr, and
-// over TLS (a certificate from the bed's CA, CAFile) with basic auth at
-// TLSAddr, as a private registry would.
+// Registry is an OCI registry (go-containerregistry's, in process). It
+// serves the same charts twice: over plain HTTP at Addr, on the bed's
+// bridge, and over TLS (a certificate from the bed's CA, CAFile) with basic
+// auth at TLSAddr, on the loopback, as a private registry would.
 type Registry struct {
 	Addr    string // host:port, plain HTTP, no auth
 	TLSAddr string // host:port, HTTPS with basic auth
@@ -55,7 +55,11 @@ const (
 	RegistryPassword = "bed-registry-secret-7f3a9c"
 )
 
-func startRegistry(ca *pki.CA, caFile string) (r *Registry, err error) {
+// startRegistry serves the registry: plain HTTP on the bridge's address
+// (plainHost), which the hosts and a process on the bed's network alone
+// (an execution environment's job) reach as well as this machine, and
+// HTTPS on the loopback.
+func startRegistry(ca *pki.CA, caFile, plainHost string) (r *Registry, err error) {
 	r = &Registry{CAFile: caFile, Username: RegistryUsername, Password: RegistryPassword}
 	defer func() {
 		if err != nil {
@@ -64,7 +68,7 @@ func startRegistry(ca *pki.CA, caFile string) (r *Registry, err error) {
 	}()
 	handler := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
 	r.handler = handler
-	if r.Addr, err = r.serve("127.0.0.1:0", handler, nil); err != nil {
+	if r.Addr, err = r.serve(net.JoinHostPort(plainHost, "0"), handler, nil); err != nil {
 		return r, err
 	}
 	r.plain = r.servers[0]

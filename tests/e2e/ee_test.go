@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	neturl "net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -32,12 +33,38 @@ const jobUID = 1000570000
 // the job's own directory, the project checkout (the user's repository, inventory and
 // variables) its own, and nowhere to fetch a controller binary from (GITOPS_K3S_FLUX_RELEASE_URL
 // names a directory that does not exist, so a fetch fails naming it). The first job converges,
-// Flux included; a second job from a fresh checkout changes nothing on the nodes.
+// Flux included; a second job from a fresh checkout changes nothing on the nodes. The jobs run
+// in a network namespace on the bed's subnet alone: the hosts and the cluster's API, nothing else.
 func TestExecutionEnvironment(t *testing.T) {
 	// Mostly waiting on k3s and Flux: beside the other waiting tests.
 	t.Parallel()
 	c := installCollection(t)
 	b := bed.Start(t, bed.Options{Name: "k3sfx", Subnet: "10.213.22", Controllers: 1, Workers: 1, Flux: true})
+	// The job's network: the bed's subnet alone, as an EE job's reaches the managed hosts and the
+	// cluster's API, and not GitHub (nor anything on this machine's loopback).
+	netns, err := b.Hosts.Isolated("job", 5)
+	require.NoError(t, err)
+
+	t.Run("the job's network reaches the bed and nothing else", func(t *testing.T) {
+		out, err := exec.Command("ip", "-n", netns, "-4", "-o", "route").CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		routes := strings.Split(strings.TrimSpace(string(out)), "\n")
+		require.Len(t, routes, 1, "one route, no default: %s", out)
+		subnet := strings.TrimSuffix(b.Hosts.BridgeAddr, ".1") + ".0/24"
+		assert.True(t, strings.HasPrefix(routes[0], subnet+" dev eth0 "), "%s, not %s", routes[0], subnet)
+		dial := func(url string) error {
+			u, err := neturl.Parse(url)
+			require.NoError(t, err)
+			probe := exec.Command("ip", "netns", "exec", netns, ansiblePython(t), "-c",
+				"import socket, sys; socket.create_connection((sys.argv[1], int(sys.argv[2])), 3).close()", u.Hostname(), u.Port())
+			if out, err := probe.CombinedOutput(); err != nil {
+				return fmt.Errorf("%w: %s", err, out)
+			}
+			return nil
+		}
+		assert.NoError(t, dial(b.APIServer), "the API server, on the bridge")
+		assert.Error(t, dial(installed.release.ReleaseURL), "the release server on this machine's loopback")
+	})
 
 	collections := sharedDir(t, 0)
 	require.NoError(t, exec.Command("cp", "-a", c.path+"/.", collections).Run())
@@ -101,7 +128,7 @@ func TestExecutionEnvironment(t *testing.T) {
 		require.NoError(t, os.WriteFile(filepath.Join(project, "host_vars", "localhost.yml"), []byte("ansible_remote_tmp: "+filepath.Join(tmp, "remote")+"\n"), 0o600))
 		require.NoError(t, exec.Command("chown", "-R", fmt.Sprintf("%d:0", jobUID), project).Run())
 
-		r := asJob(t, project, tmp, collections, "-i", filepath.Join(project, "inventory.ini"), "gitops.k3s_flux.k8s", "-e", "@"+varsFile)
+		r := asJob(t, netns, project, tmp, collections, "-i", filepath.Join(project, "inventory.ini"), "gitops.k3s_flux.k8s", "-e", "@"+varsFile)
 		outputs = append(outputs, r.output)
 		return r, project
 	}
@@ -178,10 +205,10 @@ func copyInto(t *testing.T, path, dir string) string {
 	return dest
 }
 
-// asJob runs ansible-playbook from project as jobUID in a mount namespace of its own, where an
-// empty tmpfs covers /root (the ansible-core venv of the second pass, under /root, bound back
-// in at its path, read-only), with only the job's environment.
-func asJob(t *testing.T, project, tmp, collections string, args ...string) playResult {
+// asJob runs ansible-playbook from project as jobUID in the network namespace netns and a mount
+// namespace of its own, where an empty tmpfs covers /root (the ansible-core venv of the second
+// pass, under /root, bound back in at its path, read-only), with only the job's environment.
+func asJob(t *testing.T, netns, project, tmp, collections string, args ...string) playResult {
 	t.Helper()
 	playbook, err := exec.LookPath("ansible-playbook")
 	require.NoError(t, err)
@@ -222,7 +249,7 @@ exec setpriv --reuid=` + strconv.Itoa(jobUID) + ` --regid=0 --clear-groups "$@"`
 		"ANSIBLE_RETRY_FILES_ENABLED=0",
 		"GITOPS_K3S_FLUX_RELEASE_URL=file:///nonexistent/k3s_flux/",
 	}
-	r := runIn(context.Background(), project, env, "unshare", append([]string{"--mount", "--propagation", "private", "sh", "-c", script, "sh", venv, keep, "ansible-playbook"}, args...)...)
+	r := runIn(context.Background(), project, env, "ip", append([]string{"netns", "exec", netns, "unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", venv, keep, "ansible-playbook"}, args...)...)
 	noteFailure(t, r)
 	return r
 }

@@ -325,6 +325,38 @@ func (b *Bed) plumb(h *Host, index int) error {
 	return nil
 }
 
+// Isolated makes the network namespace <bed>-<name>, on the bed's bridge
+// alone: the address .<octet> of the bed's subnet and no default route, so
+// that a process run in it (ip netns exec) reaches the bed's hosts and what
+// listens on the bridge's address (the API server) and nothing else; its
+// loopback is its own. Down removes it with the bed.
+func (b *Bed) Isolated(name string, octet byte) (netns string, err error) {
+	bridge := net.ParseIP(b.BridgeAddr).To4()
+	if bridge == nil {
+		return "", fmt.Errorf("bed %s: bridge address %q is no IPv4 address", b.Name, b.BridgeAddr)
+	}
+	addr := net.IPv4(bridge[0], bridge[1], bridge[2], octet).String()
+	for _, h := range b.Hosts {
+		if h.Addr == addr {
+			return "", fmt.Errorf("bed %s: %s is host %s's address", b.Name, addr, h.Name)
+		}
+	}
+	netns, veth := b.Name+"-"+name, b.Name+"-"+name
+	for _, s := range [][]string{
+		{"ip", "netns", "add", netns},
+		{"ip", "link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", netns},
+		{"ip", "link", "set", veth, "master", b.Bridge, "up"},
+		{"ip", "-n", netns, "link", "set", "lo", "up"},
+		{"ip", "-n", netns, "addr", "add", addr + "/24", "dev", "eth0"},
+		{"ip", "-n", netns, "link", "set", "eth0", "up"},
+	} {
+		if err := run(s[0], s[1:]...); err != nil {
+			return "", err
+		}
+	}
+	return netns, nil
+}
+
 func sshdConfig(addr, hostKey string) string {
 	return strings.Join([]string{
 		"ListenAddress " + addr + ":22",
