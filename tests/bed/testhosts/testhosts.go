@@ -342,7 +342,16 @@ func (b *Bed) Isolated(name string, octet byte) (netns string, err error) {
 		}
 	}
 	netns, veth := b.Name+"-"+name, b.Name+"-"+name
+	// A bridge takes the lowest MAC address of its ports until one is set: a port added now could
+	// change it under the hosts' ARP caches, and their packets to the bridge's address (the API
+	// server, the downloads) would go nowhere until those entries expire. Setting the address it
+	// has pins it (the kernel's NET_ADDR_SET).
+	mac, err := os.ReadFile(filepath.Join("/sys/class/net", b.Bridge, "address"))
+	if err != nil {
+		return "", fmt.Errorf("bed %s: read the bridge's address: %w", b.Name, err)
+	}
 	for _, s := range [][]string{
+		{"ip", "link", "set", "dev", b.Bridge, "address", strings.TrimSpace(string(mac))},
 		{"ip", "netns", "add", netns},
 		{"ip", "link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", netns},
 		{"ip", "link", "set", veth, "master", b.Bridge, "up"},
