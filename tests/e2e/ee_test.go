@@ -42,8 +42,16 @@ func TestExecutionEnvironment(t *testing.T) {
 	b := bed.Start(t, bed.Options{Name: "k3sfx", Subnet: "10.213.22", Controllers: 1, Workers: 1, Flux: true})
 	// The job's network: the bed's subnet alone, as an EE job's reaches the managed hosts and the
 	// cluster's API, and not GitHub (nor anything on this machine's loopback).
+	bridgeMAC := func() string {
+		raw, err := os.ReadFile(filepath.Join("/sys/class/net", b.Hosts.Bridge, "address"))
+		require.NoError(t, err)
+		return strings.TrimSpace(string(raw))
+	}
+	before := bridgeMAC()
 	netns, err := b.Hosts.Isolated("job", 5)
 	require.NoError(t, err)
+	// The hosts' ARP caches hold the bridge's address: a port added under them must not change it.
+	require.Equal(t, before, bridgeMAC(), "the bridge's MAC address after the job's port was added")
 
 	t.Run("the job's network reaches the bed and nothing else", func(t *testing.T) {
 		out, err := exec.Command("ip", "-n", netns, "-4", "-o", "route").CombinedOutput()
