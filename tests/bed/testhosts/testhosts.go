@@ -305,17 +305,25 @@ func (b *Bed) startHost(h *Host, index int, python bool) error {
 	return h.start(script.String(), filepath.Join(h.Root, privateName(MachineDir)))
 }
 
-// plumb makes the host's network namespace, linked to the bridge.
+// plumb makes the host's network namespace, linked to the bridge, with its
+// default route through the bridge's address.
 func (b *Bed) plumb(h *Host, index int) error {
-	veth := fmt.Sprintf("%s-v%d", b.Name, index+1)
+	return b.attach(h.NetNS, fmt.Sprintf("%s-v%d", b.Name, index+1), h.Addr, b.BridgeAddr)
+}
+
+// attach makes the network namespace netns with addr on eth0, the peer of
+// veth on the bridge; gateway, when not empty, is its default route.
+func (b *Bed) attach(netns, veth, addr, gateway string) error {
 	steps := [][]string{
-		{"ip", "netns", "add", h.NetNS},
-		{"ip", "link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", h.NetNS},
+		{"ip", "netns", "add", netns},
+		{"ip", "link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", netns},
 		{"ip", "link", "set", veth, "master", b.Bridge, "up"},
-		{"ip", "-n", h.NetNS, "link", "set", "lo", "up"},
-		{"ip", "-n", h.NetNS, "addr", "add", h.Addr + "/24", "dev", "eth0"},
-		{"ip", "-n", h.NetNS, "link", "set", "eth0", "up"},
-		{"ip", "-n", h.NetNS, "route", "add", "default", "via", b.BridgeAddr},
+		{"ip", "-n", netns, "link", "set", "lo", "up"},
+		{"ip", "-n", netns, "addr", "add", addr + "/24", "dev", "eth0"},
+		{"ip", "-n", netns, "link", "set", "eth0", "up"},
+	}
+	if gateway != "" {
+		steps = append(steps, []string{"ip", "-n", netns, "route", "add", "default", "via", gateway})
 	}
 	for _, s := range steps {
 		if err := run(s[0], s[1:]...); err != nil {
@@ -350,18 +358,11 @@ func (b *Bed) Isolated(name string, octet byte) (netns string, err error) {
 	if err != nil {
 		return "", fmt.Errorf("bed %s: read the bridge's address: %w", b.Name, err)
 	}
-	for _, s := range [][]string{
-		{"ip", "link", "set", "dev", b.Bridge, "address", strings.TrimSpace(string(mac))},
-		{"ip", "netns", "add", netns},
-		{"ip", "link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", netns},
-		{"ip", "link", "set", veth, "master", b.Bridge, "up"},
-		{"ip", "-n", netns, "link", "set", "lo", "up"},
-		{"ip", "-n", netns, "addr", "add", addr + "/24", "dev", "eth0"},
-		{"ip", "-n", netns, "link", "set", "eth0", "up"},
-	} {
-		if err := run(s[0], s[1:]...); err != nil {
-			return "", err
-		}
+	if err := run("ip", "link", "set", "dev", b.Bridge, "address", strings.TrimSpace(string(mac))); err != nil {
+		return "", err
+	}
+	if err := b.attach(netns, veth, addr, ""); err != nil {
+		return "", err
 	}
 	return netns, nil
 }
