@@ -172,6 +172,15 @@ func writeConstraints(b *strings.Builder, depth int, mutuallyExclusive, required
 	write("required_if", rows)
 }
 
+// pyList is items as a Python list literal on one line.
+func pyList[T any](items []T) string {
+	out := make([]string, len(items))
+	for i, item := range items {
+		out[i] = pyValue(item)
+	}
+	return "[" + strings.Join(out, ", ") + "]"
+}
+
 // pyValue is v as a Python literal on one line: the values a spec holds
 // (defaults, choices, names).
 func pyValue(v any) string {
@@ -190,23 +199,11 @@ func pyValue(v any) string {
 	case float64:
 		return strconv.FormatFloat(v, 'g', -1, 64)
 	case []string:
-		items := make([]string, len(v))
-		for i, s := range v {
-			items[i] = strconv.Quote(s)
-		}
-		return "[" + strings.Join(items, ", ") + "]"
+		return pyList(v)
 	case [][]string:
-		items := make([]string, len(v))
-		for i, s := range v {
-			items[i] = pyValue(s)
-		}
-		return "[" + strings.Join(items, ", ") + "]"
+		return pyList(v)
 	case []any:
-		items := make([]string, len(v))
-		for i, s := range v {
-			items[i] = pyValue(s)
-		}
-		return "[" + strings.Join(items, ", ") + "]"
+		return pyList(v)
 	case map[string]any:
 		keys := make([]string, 0, len(v))
 		for k := range v {
