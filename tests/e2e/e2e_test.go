@@ -8,7 +8,6 @@ package e2e
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -27,7 +26,6 @@ import (
 	"github.com/gitops-k3s-flux/k3s_flux/internal/golden"
 	"github.com/gitops-k3s-flux/k3s_flux/tests/bed"
 	"github.com/gitops-k3s-flux/k3s_flux/tests/bed/testhosts"
-	"github.com/gitops-k3s-flux/k3s_flux/tests/bed/turns"
 )
 
 // collection is an installed copy of the collection built from this tree.
@@ -56,8 +54,6 @@ var installed struct {
 }
 
 func TestMain(m *testing.M) {
-	flag.Parse()
-	turnQueue = turns.New(turns.Wide())
 	code := m.Run()
 	if err := haBed.Close(); err != nil {
 		fmt.Fprintln(os.Stderr, "the shared HA bed down:", err)
@@ -73,37 +69,6 @@ func TestMain(m *testing.M) {
 		_ = os.RemoveAll(installed.dir)
 	}
 	os.Exit(code)
-}
-
-// turnQueue gives the parallel tests their turns (tests/bed/turns): in the order they are
-// declared, the first ones before the others, as many at once as -parallel says (TestMain).
-var turnQueue = turns.New(1)
-
-// parallel is t.Parallel with the test's turn taken from turnQueue. The duration go test reports
-// for the test then counts its wait for the turn too, which it logs (make soak subtracts it).
-func parallel(t *testing.T) {
-	t.Helper()
-	takeTurn(t, false)
-}
-
-// parallelFirst is parallel for a test that must start before every other parallel test: the
-// longest, so that the others share the second slot beside it instead of leaving it alone at the
-// end of the pass.
-func parallelFirst(t *testing.T) {
-	t.Helper()
-	takeTurn(t, true)
-}
-
-func takeTurn(t *testing.T, first bool) {
-	t.Helper()
-	ticket := turnQueue.Register(first) // during the serial phase: in declared order
-	t.Parallel()
-	start := time.Now()
-	ticket.Start()
-	t.Cleanup(ticket.Done) // registered first, so run last: after the test's own teardown
-	if waited := time.Since(start); waited >= time.Second {
-		t.Logf("%s waited %.1fs for its turn", t.Name(), waited.Seconds())
-	}
 }
 
 // installCollection builds the release and installs it from the Galaxy

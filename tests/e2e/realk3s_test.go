@@ -120,15 +120,14 @@ func TestRealK3sSingleServer(t *testing.T) {
 // snapshot with those settings still in the config, and a rebuilt server
 // other than the first that joins again.
 func TestRealK3sEmbeddedEtcd(t *testing.T) {
-	// Beside the other tests of its pass, and first of them: it is the longest (about 500 s, mostly
-	// waiting on k3s), and the others fit in the second slot meanwhile. Under that
+	// Beside the other tests of its pass (it is the longest, mostly waiting on k3s). Under that
 	// load k3s's own restore once failed: during --cluster-reset two of its goroutines each
 	// defragment etcd (pkg/etcd/etcd.go Reset's poll and embed.go's test loop, both
 	// Test(ctx, true)), and one copies the etcd directory (store.NewTemporaryStore) while the
 	// other's defrag renames member/snap/db.tmp.N away: "failed to create temporary datastore
 	// client: open .../db.tmp.N: no such file or directory". A k3s race that a loaded Pi can meet
 	// too, which k3s_etcd_restore now runs the reset again for (defragRace).
-	parallelFirst(t)
+	t.Parallel()
 	c := installCollection(t)
 	b := bed.Start(t, bed.Options{Name: "k3sr3", Subnet: "10.213.31", Controllers: 3, RealK3s: true, S3: true})
 	dir := t.TempDir()

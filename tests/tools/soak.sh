@@ -35,20 +35,10 @@ for i in $(seq 1 "$rounds"); do
 done
 # One line per test and subtest: runs, passes, failures, skips, shortest and longest duration.
 printf '%-90s %5s %6s %6s %5s %s\n' test runs passed failed skip seconds
-# A parallel e2e test's duration counts its wait for its turn (tests/bed/turns), which it logs; that
-# wait is taken off, matched by the pass's label and the test's name.
 cat "$logs"/round-*.log | awk '
-  function label(line) { return line ~ /^\[[^]]*\] / ? substr(line, 1, index(line, "] ")) : "" }
-  match($0, /: Test[^ ]+ waited [0-9.]+s for its turn/) {
-    split(substr($0, RSTART + 2, RLENGTH - 2), f, / waited |s for/)
-    waited[label($0), f[1]] = f[2] + 0
-    next
-  }
   match($0, /--- (PASS|FAIL|SKIP): [^ ]+ \([0-9.]+s\)/) {
     split(substr($0, RSTART + 4, RLENGTH - 4), f, /[: ()]+/)
     verdict = f[1]; name = f[2]; secs = f[3] + 0
-    key = label($0) SUBSEP name
-    if (key in waited) { secs -= waited[key]; delete waited[key] }
     runs[name]++; count[name, verdict]++
     if (!(name in lo) || secs < lo[name]) lo[name] = secs
     if (secs > hi[name]) hi[name] = secs
