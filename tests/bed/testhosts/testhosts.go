@@ -25,6 +25,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Defaults for a test bed started without options.
@@ -649,26 +651,43 @@ func (b *Bed) Down() error {
 // Nothing is left of a crashed run of the same name either.
 func Down(name, dir string) error {
 	var errs []error
+	var procs []pinned
 	if b, err := Load(dir); err == nil {
 		for _, h := range b.Hosts {
-			if h.PID > 0 && isOurSSHD(h.PID, h.Root) {
-				stop(h.PID)
+			if h.PID <= 0 {
+				continue
+			}
+			if p, ok := pin(h.PID, func(pid int) bool { return isOurSSHD(pid, h.Root) }); ok {
+				procs = append(procs, p)
 			}
 		}
 	}
 	out, _ := exec.Command("ip", "netns", "list").Output()
+	var namespaces []string
 	for _, line := range strings.Split(string(out), "\n") {
-		ns := strings.Fields(line)
-		if len(ns) == 0 || !strings.HasPrefix(ns[0], name+"-") {
+		if ns := strings.Fields(line); len(ns) > 0 && strings.HasPrefix(ns[0], name+"-") {
+			namespaces = append(namespaces, ns[0])
+		}
+	}
+	for _, ns := range namespaces {
+		ino, err := netnsInode(ns)
+		if err != nil {
 			continue
 		}
-		pids, _ := exec.Command("ip", "netns", "pids", ns[0]).Output()
+		pids, _ := exec.Command("ip", "netns", "pids", ns).Output()
 		for _, p := range strings.Fields(string(pids)) {
-			if pid, err := strconv.Atoi(p); err == nil {
-				stop(pid) // only our test hosts' processes live in our namespaces
+			pid, err := strconv.Atoi(p)
+			if err != nil {
+				continue
+			}
+			if p, ok := pin(pid, func(pid int) bool { return inNetns(pid, ino) }); ok {
+				procs = append(procs, p)
 			}
 		}
-		if err := run("ip", "netns", "del", ns[0]); err != nil {
+	}
+	stopAll(procs)
+	for _, ns := range namespaces {
+		if err := run("ip", "netns", "del", ns); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -696,15 +715,73 @@ func isOurSSHD(pid int, root string) bool {
 	return err == nil && bytes.Contains(cmdline, []byte("sshd")) && bytes.Contains(cmdline, []byte(root))
 }
 
-// stop sends SIGTERM, then SIGKILL if the process is still there after 2s.
-func stop(pid int) {
-	_ = syscall.Kill(pid, syscall.SIGTERM)
-	for i := 0; i < 40 && ProcessAlive(pid); i++ {
-		time.Sleep(50 * time.Millisecond)
+// pinned is a process held by a pidfd: signals sent through it reach that
+// process or none, never another that took its PID.
+type pinned struct {
+	pid, fd int
+}
+
+// pin holds pid with a pidfd, then checks with ours that it is the process
+// meant: a PID read a moment ago (from `ip netns pids`, or a bed's state)
+// may belong to another process by now, another test's among them. PIDs
+// wrap at pid_max (32768 on this machine) and the beds start processes by
+// the thousand a minute, so a process of one bed once took a PID another
+// bed's teardown had listed, and was killed: a unit's READY=1 listener,
+// which left that bed's k3s activating for ever.
+func pin(pid int, ours func(pid int) bool) (pinned, bool) {
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return pinned{}, false // gone already
 	}
-	if ProcessAlive(pid) {
-		_ = syscall.Kill(pid, syscall.SIGKILL)
+	if !ours(pid) {
+		_ = unix.Close(fd)
+		return pinned{}, false
 	}
+	return pinned{pid: pid, fd: fd}, true
+}
+
+// stopAll sends each pinned process SIGTERM, gives them 2s in all to exit,
+// then SIGKILLs those left, and releases the pidfds.
+func stopAll(procs []pinned) {
+	for _, p := range procs {
+		_ = unix.PidfdSendSignal(p.fd, unix.SIGTERM, nil, 0)
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for _, p := range procs {
+		if !waitExit(p.fd, time.Until(deadline)) {
+			_ = unix.PidfdSendSignal(p.fd, unix.SIGKILL, nil, 0)
+		}
+		_ = unix.Close(p.fd)
+	}
+}
+
+// waitExit waits at most d for the process of pidfd fd to exit (its pidfd
+// becomes readable then).
+func waitExit(fd int, d time.Duration) bool {
+	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	for {
+		n, err := unix.Poll(fds, int(max(d, 0).Milliseconds()))
+		if err == unix.EINTR {
+			continue
+		}
+		return err == nil && n > 0
+	}
+}
+
+// netnsInode is the inode of the named network namespace (ip netns's
+// /run/netns/<name>), which /proc/<pid>/ns/net names for its processes.
+func netnsInode(name string) (uint64, error) {
+	var st unix.Stat_t
+	if err := unix.Stat(filepath.Join("/run/netns", name), &st); err != nil {
+		return 0, err
+	}
+	return st.Ino, nil
+}
+
+// inNetns tells whether pid runs in the network namespace of inode ino.
+func inNetns(pid int, ino uint64) bool {
+	link, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", pid))
+	return err == nil && link == fmt.Sprintf("net:[%d]", ino)
 }
 
 // ProcessAlive tells whether pid is running: an exited process waiting to be
