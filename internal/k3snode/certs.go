@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -19,6 +20,15 @@ type Certificate struct {
 	Path     string
 	Subject  string
 	NotAfter time.Time
+	// CA: a certificate authority's, which k3s certificate rotate leaves
+	// alone (rotate-ca replaces them).
+	CA bool
+}
+
+// DaysLeft is how many whole days are left before notAfter, negative once
+// it has passed.
+func DaysLeft(notAfter, now time.Time) int {
+	return int(math.Floor(notAfter.Sub(now).Hours() / 24))
 }
 
 // certDirs are where k3s keeps its certificates under its data dir: a
@@ -29,7 +39,8 @@ var certDirs = []string{filepath.Join("server", "tls"), "agent"}
 
 // Certificates reads k3s's certificates on the node: every certificate of
 // every *.crt file under the data dir's server/tls and agent (a chain, leaf
-// then CA, counts each), and the admin kubeconfig's client certificate.
+// then CA, counts each) but the backups of k3s certificate rotate, and the
+// admin kubeconfig's client certificate.
 // What k3s has not written (an agent has no server/tls, a node without k3s
 // nothing) is none. A file that does not parse is an error naming it; the
 // key files are never read.
@@ -43,7 +54,7 @@ func Certificates(where Paths) ([]Certificate, error) {
 			return fmt.Errorf("%s: %w", what, err)
 		}
 		for _, c := range certs {
-			out = append(out, Certificate{Path: path, Subject: c.Subject.CommonName, NotAfter: c.NotAfter})
+			out = append(out, Certificate{Path: path, Subject: c.Subject.CommonName, NotAfter: c.NotAfter, CA: c.IsCA})
 		}
 		return nil
 	}
@@ -55,6 +66,9 @@ func Certificates(where Paths) ([]Certificate, error) {
 					return nil
 				}
 				return err
+			}
+			if d.IsDir() && path != root && IsCertificateBackup(d.Name()) {
+				return filepath.SkipDir
 			}
 			if d.IsDir() || !strings.HasSuffix(d.Name(), ".crt") {
 				return nil
@@ -82,6 +96,23 @@ func Certificates(where Paths) ([]Certificate, error) {
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].NotAfter.Before(out[j].NotAfter) })
 	return out, nil
+}
+
+// IsCertificateBackup says whether a directory's name is that of the copy `k3s certificate
+// rotate` makes of the certificates it removes (pkg/cli/cert, backupCertificates: tls-<unix
+// seconds>, under server/ on a server, under agent/ on an agent). The old certificates in it are
+// no longer k3s's: an agent's, under agent/, would otherwise count as its earliest to expire.
+func IsCertificateBackup(name string) bool {
+	digits, ok := strings.CutPrefix(name, "tls-")
+	if !ok || digits == "" {
+		return false
+	}
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // parsePEMCertificates parses every CERTIFICATE block of a PEM file; one

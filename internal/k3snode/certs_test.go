@@ -55,6 +55,19 @@ func TestCertificates(t *testing.T) {
 		}, got)
 	})
 
+	t.Run("the backups of k3s certificate rotate are not k3s's certificates", func(t *testing.T) {
+		where := Paths{DataDir: t.TempDir(), Kubeconfig: filepath.Join(t.TempDir(), "k3s.yaml")}
+		write(filepath.Join(where.DataDir, "agent", "client-kubelet.crt"), testCertPEM(t, "system:node:node1", day.AddDate(1, 0, 0)))
+		write(filepath.Join(where.DataDir, "agent", "tls-1798761600", "client-kubelet.crt"), testCertPEM(t, "system:node:node1", day.AddDate(0, 0, 5)))
+		write(filepath.Join(where.DataDir, "server", "tls-1798761600", "client-admin.crt"), testCertPEM(t, "system:admin", day.AddDate(0, 0, 5)))
+		write(filepath.Join(where.DataDir, "agent", "tls-notabackup", "client.crt"), testCertPEM(t, "other", day.AddDate(0, 0, 50)))
+		certs, err := Certificates(where)
+		require.NoError(t, err)
+		require.Len(t, certs, 2)
+		assert.Equal(t, "other", certs[0].Subject, "a directory k3s does not name so is read")
+		assert.Equal(t, filepath.Join(where.DataDir, "agent", "client-kubelet.crt"), certs[1].Path)
+	})
+
 	t.Run("no k3s: none", func(t *testing.T) {
 		certs, err := Certificates(Paths{DataDir: filepath.Join(t.TempDir(), "none"), Kubeconfig: filepath.Join(t.TempDir(), "k3s.yaml")})
 		require.NoError(t, err)
@@ -68,4 +81,13 @@ func TestCertificates(t *testing.T) {
 		_, err := Certificates(where)
 		require.EqualError(t, err, "read k3s's certificates: "+path+": no PEM certificate in it")
 	})
+}
+
+func TestIsCertificateBackup(t *testing.T) {
+	for name, want := range map[string]bool{
+		"tls-1798761600": true, "tls-1": true,
+		"tls-": false, "tls": false, "tls-12a": false, "xtls-12": false, "temporary-certs": false, "etcd": false,
+	} {
+		assert.Equal(t, want, IsCertificateBackup(name), name)
+	}
 }

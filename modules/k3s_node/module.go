@@ -66,6 +66,11 @@ var module = &ansible.Module{
 				Description: []string{"Install C(version) also on a node that runs a newer k3s (upgraded by system-upgrade-controller, say). When false, such a node is left on its version with a warning, and C(newer_installed) says so."}},
 			{Name: "restart", Type: ansible.TypeBool, Default: false,
 				Description: []string{"Restart the unit, because its config changed (k3s_config's C(restart_needed)). Not done when an install just started it."}},
+			{Name: "rotate_certificates", Type: ansible.TypeBool, Default: false,
+				Description: []string{"Rotate k3s's certificates on the node the way k3s documents it: stop the unit, C(k3s certificate rotate) (k3s copies the certificates it removes to C(<data_dir>/server/tls-<time>) on a server, C(<data_dir>/agent/tls-<time>) on an agent), start the unit, and wait as after a restart. k3s makes new ones, signed by the same certificate authorities, as it starts: a server its own (and the admin kubeconfig C(kubeconfig_path) with a new client certificate), an agent asks a server for its. The certificate authorities are left alone.",
+					"Only on a node where k3s runs already (an install makes new certificates anyway), and with O(rotate_within_days), only when one is due. Instead of, not as well as, a restart or a start."}},
+			{Name: "rotate_within_days", Type: ansible.TypeInt, Default: 0,
+				Description: []string{"With O(rotate_certificates): rotate only when the first of the node's certificates to expire, other than a certificate authority's, expires within this many days (or has expired), so that a second run changes nothing. 0 rotates whatever their expiry."}},
 			{Name: "k3s_config", Type: ansible.TypeDict, NoLogValues: ansible.NoLogValuesOf(k3sconfig.Module),
 				Description: []string{"The arguments of module gitops.k3s_flux.k3s_config (C(role), C(token), C(server), C(config), ...). This module runs it first, in its own process, and restarts the unit when it says C(restart_needed); its result is returned under C(k3s_config) and its diff comes first. It is checked before anything is written: when it (or C(k3s_registries)) would fail, nothing is written and k3s is left alone.",
 					"One task and one command on the node instead of two for every node and every run: role k8s_cluster renders the config this way. Its secrets are masked as module k3s_config masks them.",
@@ -120,6 +125,16 @@ var module = &ansible.Module{
     airgap_script: files/install.sh
     airgap_script_sha256: "{{ k3s_script_sha256 }}"
   become: true
+
+- name: Rotate k3s's certificates when the first expires within 90 days, one node at a time
+  gitops.k3s_flux.k3s_node:
+    role: server
+    version: v1.36.2+k3s1
+    upgrade: false
+    rotate_certificates: true
+    rotate_within_days: 90
+  become: true
+  throttle: 1
 `,
 	Returns: []ansible.Return{
 		{Name: "version", Description: []string{"The k3s version installed after the task (in check mode: that a real run would leave)."}, Returned: "always", Type: "str", Sample: "v1.36.2+k3s1"},
@@ -129,6 +144,8 @@ var module = &ansible.Module{
 		{Name: "service", Description: []string{"The node's unit."}, Returned: "always", Type: "str", Sample: "k3s"},
 		{Name: "actions", Description: []string{"What the task did (in check mode: would do), in order."}, Returned: "always", Type: "list", Sample: []any{"install k3s v1.36.2+k3s1 with the install script https://get.k3s.io"}},
 		{Name: "restart_done", Description: []string{"Whether the unit was (re)started or installed, so k3s runs with its current config."}, Returned: "always", Type: "bool", Sample: true},
+		{Name: "certificates_rotated", Description: []string{"Whether the node's certificates were rotated (in check mode: would be)."}, Returned: "when rotate_certificates is true", Type: "bool", Sample: true},
+		{Name: "certificates_backup", Description: []string{"Where k3s copied the certificates it rotated."}, Returned: "when the certificates were rotated", Type: "str", Sample: "/var/lib/rancher/k3s/server/tls-1798761600"},
 		{Name: "ready", Description: []string{"On servers: whether C(/readyz) answered C(ok) over a certificate holding the config's C(tls-san)."}, Returned: "when role is server and wait is true", Type: "bool", Sample: true},
 		{Name: "k3s_config", Description: []string{"The result of module gitops.k3s_flux.k3s_config (C(restart_needed), C(node_name), C(path), ...)."}, Returned: "when k3s_config is given", Type: "dict", Sample: map[string]any{"restart_needed": false, "node_name": "node1", "path": "/etc/rancher/k3s/config.yaml"}},
 		{Name: "k3s_registries", Description: []string{"The result of module gitops.k3s_flux.k3s_registries."}, Returned: "when k3s_registries is given", Type: "dict", Sample: map[string]any{"restart_needed": false, "path": "/etc/rancher/k3s/registries.yaml"}},
@@ -189,6 +206,8 @@ type args struct {
 	AirgapImagesSHA  string `json:"airgap_images_sha256"`
 	RemoteSrc        bool   `json:"remote_src"`
 	Restart          bool   `json:"restart"`
+	RotateCerts      bool   `json:"rotate_certificates"`
+	RotateWithinDays int    `json:"rotate_within_days"`
 	Upgrade          bool   `json:"upgrade"`
 	AllowDowngrade   bool   `json:"allow_downgrade"`
 	APIPort          int    `json:"api_port"`

@@ -19,6 +19,7 @@ import (
 	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible/ansibletest"
 	"github.com/gitops-k3s-flux/k3s_flux/internal/k3sconfig"
 	"github.com/gitops-k3s-flux/k3s_flux/internal/k3snode"
+	"github.com/gitops-k3s-flux/k3s_flux/tests/bed/pki"
 )
 
 const (
@@ -44,6 +45,10 @@ type fakeNode struct {
 	restarts                 map[string]int
 	journal                  string   // what journalctl answers
 	lastEnv                  []string // the install script's extra environment
+	// certs are the certificate files k3s certificate rotate replaces;
+	// rotateErr makes it fail.
+	certs     []string
+	rotateErr error
 	// showsAnswered is how many `systemctl show` calls answer before the
 	// next blocks until its context ends and is killed, as exec.CommandContext
 	// kills a systemctl that has not answered by the deadline (0: never).
@@ -61,6 +66,10 @@ func (f *fakeNode) Run(ctx context.Context, env []string, name string, args ...s
 	if filepath.Base(name) == "k3s" {
 		if f.version == "" {
 			return "", &os.PathError{Op: "fork/exec", Path: name, Err: os.ErrNotExist}
+		}
+		if len(args) > 1 && args[0] == "certificate" {
+			f.commands = append(f.commands, "k3s "+strings.Join(args, " "))
+			return f.rotate(args)
 		}
 		return fmt.Sprintf("k3s version %s (abc123)\ngo version go1.26\n", f.version), nil
 	}
@@ -149,6 +158,36 @@ func (f *fakeNode) Run(ctx context.Context, env []string, name string, args ...s
 		return "[INFO] done", nil
 	}
 	return "", fmt.Errorf("unexpected command %s", line)
+}
+
+// rotate is k3s certificate rotate --data-dir DIR: refused while k3s runs
+// (k3s itself does not check, but a running k3s keeps serving what it
+// removed); otherwise the certificates under f.certs are replaced by ones
+// valid a year, as k3s makes them at its next start.
+func (f *fakeNode) rotate(args []string) (string, error) {
+	if len(args) != 4 || args[1] != "rotate" || args[2] != "--data-dir" {
+		return "", fmt.Errorf("unexpected k3s %s", strings.Join(args, " "))
+	}
+	for unit, u := range f.units {
+		if u.Active {
+			return "", fmt.Errorf("rotated under a running %s", unit)
+		}
+	}
+	if f.rotateErr != nil {
+		return `level=fatal msg="Error: copy certificates: no space left on device"`, f.rotateErr
+	}
+	for _, path := range f.certs {
+		raw, err := pki.SelfSigned("rotated", time.Now().AddDate(1, 0, 0))
+		if err != nil {
+			return "", err
+		}
+		if err := os.WriteFile(path, raw, 0o600); err != nil {
+			return "", err
+		}
+	}
+	backup := filepath.Join(args[3], "server", "tls-1798761600")
+	return `level=info msg="Server detected, rotating agent and server certificates"` + "\n" +
+		`level=info msg="Successfully backed up certificates to ` + backup + `, please restart k3s server or agent to rotate certificates"` + "\n", nil
 }
 
 func (f *fakeNode) Download(_ context.Context, url string, _ k3snode.Proxy) ([]byte, error) {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -20,6 +22,10 @@ type state struct {
 	Version string // "" when k3s is missing
 	Unit    k3snode.UnitState
 	Other   k3snode.UnitState // the unit of the other role
+	// Certs are k3s's certificates on the node, earliest to expire first,
+	// read at Now: only for rotate_certificates.
+	Certs []k3snode.Certificate
+	Now   time.Time
 }
 
 // plan is what the task will do, decided from the state alone.
@@ -31,10 +37,14 @@ type plan struct {
 	NewerInstalled bool // a newer version kept: allow_downgrade is false
 	Enable, Start  bool
 	Restart        bool
+	// Rotate: stop, k3s certificate rotate, start (instead of Start or
+	// Restart); RotateWhy says which certificate made it due.
+	Rotate    bool
+	RotateWhy string
 }
 
 func (p plan) changed() bool {
-	return p.StopOther || p.Install || p.Enable || p.Start || p.Restart
+	return p.StopOther || p.Install || p.Enable || p.Start || p.Restart || p.Rotate
 }
 
 func decide(a args, s state) (plan, error) {
@@ -54,10 +64,36 @@ func decide(a args, s state) (plan, error) {
 	}
 	if !p.Install {
 		p.Enable = !s.Unit.Enabled
-		p.Start = !s.Unit.Active
-		p.Restart = a.Restart && s.Unit.Active
+		p.Rotate, p.RotateWhy = rotation(a, s)
+		p.Start = !s.Unit.Active && !p.Rotate
+		p.Restart = a.Restart && s.Unit.Active && !p.Rotate
 	}
 	return p, nil
+}
+
+// rotation says whether the node's certificates are rotated, and why: asked
+// to, on a node with certificates (k3s ran), and with rotate_within_days,
+// when the first to expire that is not a certificate authority's (which
+// k3s certificate rotate leaves alone) expires within that many days.
+func rotation(a args, s state) (bool, string) {
+	if !a.RotateCerts {
+		return false, ""
+	}
+	for _, c := range s.Certs {
+		if c.CA {
+			continue
+		}
+		left := k3snode.DaysLeft(c.NotAfter, s.Now)
+		if a.RotateWithinDays > 0 && left >= a.RotateWithinDays {
+			return false, ""
+		}
+		when := fmt.Sprintf("expires on %s, in %d days", c.NotAfter.UTC().Format("2006-01-02"), left)
+		if left < 0 {
+			when = fmt.Sprintf("expired on %s", c.NotAfter.UTC().Format("2006-01-02"))
+		}
+		return true, fmt.Sprintf("the first to expire, %q (%s), %s", c.Subject, c.Path, when)
+	}
+	return false, ""
 }
 
 func (p plan) actions(a args) []string {
@@ -80,6 +116,9 @@ func (p plan) actions(a args) []string {
 	}
 	if p.Restart {
 		out = append(out, "restart "+p.Service+" for its new config")
+	}
+	if p.Rotate {
+		out = append(out, fmt.Sprintf("rotate k3s's certificates (%s): stop %s, k3s certificate rotate, start %s", p.RotateWhy, p.Service, p.Service))
 	}
 	return out
 }
@@ -116,6 +155,9 @@ func run(ctx context.Context, req *ansible.Request, sys k3snode.System, where k3
 	if err := checkAirgapArgs(a); err != nil {
 		return nil, err
 	}
+	if a.RotateWithinDays < 0 {
+		return nil, fmt.Errorf("rotate_within_days is %d: expected 0 (rotate whatever the expiry) or a number of days", a.RotateWithinDays)
+	}
 	if err := checkBootstrapToken(req, a, where); err != nil {
 		return nil, err
 	}
@@ -128,6 +170,12 @@ func run(ctx context.Context, req *ansible.Request, sys k3snode.System, where k3
 	s, err := n.read(ctx, a.Role)
 	if err != nil {
 		return nil, err
+	}
+	if a.RotateCerts {
+		if s.Certs, err = k3snode.Certificates(where); err != nil {
+			return nil, err
+		}
+		s.Now = time.Now()
 	}
 	// Everything is decided before anything is written: the renderers run
 	// in check mode first (a config they would change restarts k3s), then
@@ -228,10 +276,16 @@ func planResult(req *ansible.Request, a args, s state, p plan, env *envChange, s
 	res.Set("service", p.Service)
 	res.Set("actions", nonNil(p.actions(a)))
 	res.Set("restart_done", false)
+	if a.RotateCerts {
+		res.Set("certificates_rotated", p.Rotate)
+	}
 	if p.changed() {
 		described := describe(after, p.Service, k3snode.UnitState{Loaded: true, Enabled: true, Active: true})
 		if p.Restart {
 			described = strings.TrimSuffix(described, "\n") + " (restarted for its new config)\n"
+		}
+		if p.Rotate {
+			described = strings.TrimSuffix(described, "\n") + " (restarted with new certificates)\n"
 		}
 		res.Diff = []ansible.Diff{{
 			Before: describe(s.Version, p.Service, s.Unit), After: described,
@@ -250,10 +304,10 @@ func planResult(req *ansible.Request, a args, s state, p plan, env *envChange, s
 func (n node) apply(ctx context.Context, req *ansible.Request, a args, p plan, nodeName string, res *ansible.Result) error {
 	// The journal from here on is this task's: what k3s says after the start.
 	n.since = time.Now().Unix()
-	if err := n.carryOut(ctx, req, a, p); err != nil {
+	if err := n.carryOut(ctx, req, a, p, res); err != nil {
 		return err
 	}
-	started := p.Install || p.Start || p.Restart
+	started := p.Install || p.Start || p.Restart || p.Rotate
 	res.Set("restart_done", started)
 	// One deadline for the unit and the API: wait_timeout.
 	ctx, cancel := context.WithTimeout(ctx, time.Duration(a.WaitTimeout)*time.Second)
@@ -339,7 +393,7 @@ func (n node) systemctl(ctx context.Context, verb, unit string, flags ...string)
 	return nil
 }
 
-func (n node) carryOut(ctx context.Context, req *ansible.Request, a args, p plan) error {
+func (n node) carryOut(ctx context.Context, req *ansible.Request, a args, p plan, res *ansible.Result) error {
 	if p.StopOther {
 		if err := n.systemctl(ctx, "stop", p.Other); err != nil {
 			return err
@@ -368,6 +422,9 @@ func (n node) carryOut(ctx context.Context, req *ansible.Request, a args, p plan
 			return err
 		}
 	}
+	if p.Rotate {
+		return n.rotate(ctx, p.Service, res)
+	}
 	if p.Start {
 		return n.systemctl(ctx, "start", p.Service, "--no-block")
 	}
@@ -375,6 +432,44 @@ func (n node) carryOut(ctx context.Context, req *ansible.Request, a args, p plan
 		return n.systemctl(ctx, "restart", p.Service, "--no-block")
 	}
 	return nil
+}
+
+// rotate stops the unit, has k3s rotate its certificates (pkg/cli/cert,
+// rotate: it copies the certificates to a backup directory it names, then
+// removes them) and queues the unit's start, as a start is, also when the
+// rotation failed: k3s makes whatever certificate is missing as it starts.
+func (n node) rotate(ctx context.Context, unit string, res *ansible.Result) error {
+	if err := n.systemctl(ctx, "stop", unit); err != nil {
+		return err
+	}
+	out, err := n.sys.Run(ctx, nil, filepath.Join(n.where.BinDir, "k3s"), "certificate", "rotate", "--data-dir", n.where.DataDir)
+	if err == nil {
+		res.Set("certificates_backup", certificateBackup(out))
+	}
+	if serr := n.systemctl(ctx, "start", unit, "--no-block"); serr != nil {
+		if err != nil {
+			return fmt.Errorf("k3s certificate rotate: %w: %s; and then %w", err, k3snode.LastLines(out, 5), serr)
+		}
+		return serr
+	}
+	if err != nil {
+		return fmt.Errorf("k3s certificate rotate: %w: %s (%s was started again: k3s makes the certificates it lacks as it starts)", err, k3snode.LastLines(out, 5), unit)
+	}
+	return nil
+}
+
+// backedUp is how k3s certificate rotate names its backup (pkg/cli/cert,
+// rotate): "Successfully backed up certificates to <dir>, please restart
+// k3s server or agent to rotate certificates".
+var backedUp = regexp.MustCompile(`backed up certificates to (\S+?), please`)
+
+// certificateBackup is the backup directory k3s certificate rotate named in
+// its output, "" when it named none.
+func certificateBackup(out string) string {
+	if m := backedUp.FindStringSubmatch(out); m != nil {
+		return m[1]
+	}
+	return ""
 }
 
 // crashLoopRestarts is how many automatic restarts during the wait make a

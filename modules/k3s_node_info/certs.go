@@ -2,7 +2,6 @@ package k3snodeinfo
 
 import (
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/gitops-k3s-flux/k3s_flux/internal/k3snode"
@@ -25,7 +24,7 @@ func certificateReport(certs []k3snode.Certificate, now time.Time, days int) (ma
 		return map[string]any{"count": 0}, ""
 	}
 	first := certs[0]
-	left := int(math.Floor(first.NotAfter.Sub(now).Hours() / 24))
+	left := k3snode.DaysLeft(first.NotAfter, now)
 	report := map[string]any{
 		"count": len(certs),
 		"earliest": map[string]any{

@@ -217,6 +217,28 @@ options:
     choices:
     - server
     - agent
+  rotate_certificates:
+    description:
+    - 'Rotate k3s''s certificates on the node the way k3s documents it: stop the unit,
+      C(k3s certificate rotate) (k3s copies the certificates it removes to C(<data_dir>/server/tls-<time>)
+      on a server, C(<data_dir>/agent/tls-<time>) on an agent), start the unit, and
+      wait as after a restart. k3s makes new ones, signed by the same certificate
+      authorities, as it starts: a server its own (and the admin kubeconfig C(kubeconfig_path)
+      with a new client certificate), an agent asks a server for its. The certificate
+      authorities are left alone.'
+    - Only on a node where k3s runs already (an install makes new certificates anyway),
+      and with O(rotate_within_days), only when one is due. Instead of, not as well
+      as, a restart or a start.
+    type: bool
+    default: false
+  rotate_within_days:
+    description:
+    - 'With O(rotate_certificates): rotate only when the first of the node''s certificates
+      to expire, other than a certificate authority''s, expires within this many days
+      (or has expired), so that a second run changes nothing. 0 rotates whatever their
+      expiry.'
+    type: int
+    default: 0
   state:
     description:
     - 'C(absent) takes the node back to bare: k3s''s own uninstall scripts (C(k3s-uninstall.sh)
@@ -296,6 +318,16 @@ EXAMPLES = r"""
     airgap_script: files/install.sh
     airgap_script_sha256: "{{ k3s_script_sha256 }}"
   become: true
+
+- name: Rotate k3s's certificates when the first expires within 90 days, one node at a time
+  gitops.k3s_flux.k3s_node:
+    role: server
+    version: v1.36.2+k3s1
+    upgrade: false
+    rotate_certificates: true
+    rotate_within_days: 90
+  become: true
+  throttle: 1
 """
 
 RETURN = r"""
@@ -311,6 +343,18 @@ airgap_transfer_needed:
   - Set when an airgap install is needed and the files are still on the controller;
     the action plugin then copies them and runs the module again.
   returned: when remote_src is false and an airgap install is needed
+  type: bool
+  sample: true
+certificates_backup:
+  description:
+  - Where k3s copied the certificates it rotated.
+  returned: when the certificates were rotated
+  type: str
+  sample: /var/lib/rancher/k3s/server/tls-1798761600
+certificates_rotated:
+  description:
+  - 'Whether the node''s certificates were rotated (in check mode: would be).'
+  returned: when rotate_certificates is true
   type: bool
   sample: true
 k3s_config:
@@ -443,6 +487,14 @@ def main():
             "restart": {
                 "type": "bool",
                 "default": False,
+            },
+            "rotate_certificates": {
+                "type": "bool",
+                "default": False,
+            },
+            "rotate_within_days": {
+                "type": "int",
+                "default": 0,
             },
             "k3s_config": {
                 "type": "dict",
