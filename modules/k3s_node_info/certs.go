@@ -50,7 +50,12 @@ func certificateReport(certs []k3snode.Certificate, now time.Time, days int) (ma
 		when = fmt.Sprintf("expires on %s, in %d days", date, left)
 		fix = fmt.Sprintf("restart k3s on each node, one at a time, between %s and then to renew it", renewable)
 	}
+	if first.CA {
+		return report, fmt.Sprintf("%s %s (certificate_warning_days is %d). It is a certificate authority's, which k3s neither renews nor rotates with the others: "+
+			"replace it with k3s certificate rotate-ca, as docs.k3s.io's certificate management says, before then.", which, when, days)
+	}
 	return report, fmt.Sprintf("%s %s (certificate_warning_days is %d). k3s renews a server's certificates when it starts within %d days of their expiry, an agent's at every start: "+
-		"%s (playbooks/reboot.yml does, draining each node first; or systemctl restart k3s, k3s-agent on an agent).",
+		"%s (playbooks/reboot.yml does, draining each node first; or systemctl restart k3s, k3s-agent on an agent); "+
+		"or rotate them now, whatever their expiry: playbooks/rotate_certs.yml (just ans rotate-certs), one node at a time.",
 		which, when, days, k3sRenewalDays, fix)
 }

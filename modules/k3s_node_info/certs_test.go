@@ -18,7 +18,8 @@ func TestCertificateReport(t *testing.T) {
 		}
 	}
 	const renew = " k3s renews a server's certificates when it starts within 120 days of their expiry, an agent's at every start: "
-	const how = " (playbooks/reboot.yml does, draining each node first; or systemctl restart k3s, k3s-agent on an agent)."
+	const how = " (playbooks/reboot.yml does, draining each node first; or systemctl restart k3s, k3s-agent on an agent);" +
+		" or rotate them now, whatever their expiry: playbooks/rotate_certs.yml (just ans rotate-certs), one node at a time."
 	for _, tc := range []struct {
 		name     string
 		certs    []k3snode.Certificate
@@ -41,6 +42,10 @@ func TestCertificateReport(t *testing.T) {
 		{name: "hours left: expires today, 0 days", certs: cert(now.Add(5 * time.Hour)), days: 90, left: 0,
 			wantWarn: `k3s's certificate "system:admin" (/var/lib/rancher/k3s/server/tls/client-admin.crt) expires on 2027-01-01, in 0 days (certificate_warning_days is 90).` +
 				renew + "restart k3s on each node, one at a time, before then to renew it" + how},
+		{name: "a certificate authority's", certs: []k3snode.Certificate{{Path: "/var/lib/rancher/k3s/server/tls/server-ca.crt", Subject: "k3s-server-ca", NotAfter: now.AddDate(0, 0, 60), CA: true}, cert(now.AddDate(1, 0, 0))[0]},
+			days: 90, left: 60,
+			wantWarn: `k3s's certificate "k3s-server-ca" (/var/lib/rancher/k3s/server/tls/server-ca.crt) expires on 2027-03-02, in 60 days (certificate_warning_days is 90).` +
+				" It is a certificate authority's, which k3s neither renews nor rotates with the others: replace it with k3s certificate rotate-ca, as docs.k3s.io's certificate management says, before then."},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			report, warning := certificateReport(tc.certs, now, tc.days)
@@ -50,7 +55,7 @@ func TestCertificateReport(t *testing.T) {
 				return
 			}
 			assert.Equal(t, map[string]any{"count": 2, "earliest": map[string]any{
-				"path": tc.certs[0].Path, "subject": "system:admin",
+				"path": tc.certs[0].Path, "subject": tc.certs[0].Subject,
 				"not_after": tc.certs[0].NotAfter.Format(time.RFC3339), "days_left": tc.left,
 			}}, report)
 		})

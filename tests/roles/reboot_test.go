@@ -1,6 +1,7 @@
 package roles
 
 import (
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -94,9 +95,15 @@ func text(v any) string {
 // any reboot, that every host of the play answered it, and stops the play
 // when one did not (the next server's reboot would take etcd below quorum).
 func TestRebootStopsUnlessEveryHostAnswers(t *testing.T) {
-	tasks := roleTasks(t, "reboot.yml")
+	for file, one := range map[string]string{"reboot.yml": "reboot_one.yml", "rotate_certs.yml": "rotate_certs_one.yml"} {
+		t.Run(file, func(t *testing.T) { stopsUnlessEveryHostAnswers(t, file, one) })
+	}
+}
+
+func stopsUnlessEveryHostAnswers(t *testing.T, file, one string) {
+	tasks := roleTasks(t, file)
 	read := taskIndex(tasks, calls("gitops.k3s_flux.k3s_node_info"))
-	rollout := taskIndex(tasks, includes("reboot_one.yml"))
+	rollout := taskIndex(tasks, includes(one))
 	require.GreaterOrEqual(t, read, 0, "the first read")
 	require.Greater(t, rollout, read, "the rollout after it")
 	check := taskIndex(tasks[read+1:rollout], func(task map[string]any) bool {
@@ -127,8 +134,15 @@ func TestRebootKeepsQuorum(t *testing.T) {
 	drain := taskIndex(one, calls("gitops.k3s_flux.node_drain"))
 	require.Greater(t, drain, quorum, "the check comes before the drain and the reboot")
 
+	rotate := roleTasks(t, "rotate_certs_one.yml")
+	at := taskIndex(rotate, includes("etcd_quorum.yml"))
+	require.Positive(t, at, "rotate_certs_one.yml includes etcd_quorum.yml, in a block")
+	assert.Equal(t, "rotation", rotate[at]["vars"].(map[string]any)["_k8s_cluster_quorum_for"])
+	assert.Contains(t, text(rotate[at-1]["when"]), "_k8s_cluster_is_server", "the block's condition")
+	assert.Less(t, at, taskIndex(rotate, calls("gitops.k3s_flux.k3s_node")), "before k3s is restarted")
+
 	remove := roleTasks(t, "remove.yml")
-	at := taskIndex(remove, includes("etcd_quorum.yml"))
+	at = taskIndex(remove, includes("etcd_quorum.yml"))
 	require.GreaterOrEqual(t, at, 0, "remove.yml includes etcd_quorum.yml")
 	assert.Equal(t, "removal", remove[at]["vars"].(map[string]any)["_k8s_cluster_quorum_for"])
 	assert.Less(t, at, taskIndex(remove, calls("gitops.k3s_flux.node_drain")), "before the drain")
@@ -184,8 +198,12 @@ func TestRebootAsksUnlessNamedOneByOne(t *testing.T) {
 // any_errors_fatal there), after the rollout and in each rescue of
 // reboot_one.yml, whose every failure is rescued.
 func TestDayTwoKubeconfig(t *testing.T) {
-	for _, tc := range []struct{ file, user string }{
-		{"remove.yml", "remove.yml"}, {"reboot.yml", "reboot_one.yml"}, {"rejoin.yml", "rejoin.yml"},
+	for _, tc := range []struct {
+		file, user string
+		rollout    bool // one node at a time, no always around it
+	}{
+		{"remove.yml", "remove.yml", false}, {"reboot.yml", "reboot_one.yml", true}, {"rejoin.yml", "rejoin.yml", false},
+		{"rotate_certs.yml", "rotate_certs_one.yml", true},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			tasks := roleTasks(t, tc.file)
@@ -203,16 +221,19 @@ func TestDayTwoKubeconfig(t *testing.T) {
 				}
 				return false
 			}
-			if tc.file == "reboot.yml" {
-				assert.Equal(t, len(tasks)-1, done, "the last task of the reboot")
+			if tc.rollout {
+				assert.Equal(t, taskIndex(tasks, includes(tc.user))+1, done, "right after the rollout")
+				for _, task := range tasks[done+1:] {
+					assert.NotContains(t, fmt.Sprint(task), "{{ _k8s_cluster_kubeconfig }}", "%s: after the kubeconfig was removed", task["name"])
+				}
 				assert.False(t, cleanedIn(tasks, "always"), "no always around the rollout")
 				var top []map[string]any
-				readYAML(t, filepath.Join(golden.RepoRoot(t), "roles", "k8s_cluster", "tasks", "reboot_one.yml"), &top)
+				readYAML(t, filepath.Join(golden.RepoRoot(t), "roles", "k8s_cluster", "tasks", tc.user), &top)
 				for _, task := range top {
 					if task["block"] != nil {
 						assert.True(t, cleanedIn([]map[string]any{task}, "rescue"), "%s: removed in its rescue", task["name"])
 					} else {
-						assert.NotContains(t, task, "ansible.builtin.include_tasks", "%s: every failure of reboot_one.yml is rescued", task["name"])
+						assert.NotContains(t, task, "ansible.builtin.include_tasks", "%s: every failure of %s is rescued", task["name"], tc.user)
 					}
 				}
 			} else {
