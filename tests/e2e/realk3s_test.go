@@ -3,9 +3,14 @@
 package e2e
 
 import (
+	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/base64"
+	"encoding/pem"
+	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -17,9 +22,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/gitops-k3s-flux/k3s_flux/tests/bed"
 	"github.com/gitops-k3s-flux/k3s_flux/tests/bed/pki"
+	"github.com/gitops-k3s-flux/k3s_flux/tests/bed/testhosts"
 )
 
 // TestRealK3sSingleServer: one server from bare with k3s's own install.sh
@@ -174,6 +182,59 @@ func TestRealK3sEmbeddedEtcd(t *testing.T) {
 		assert.Equal(t, everyone, r.changed(), r.output)
 	})
 
+	t.Run("certificates due are rotated, one server at a time, the API answering", func(t *testing.T) {
+		node1 := b.Hosts.Host("node1")
+		kubeconfig := filepath.Join(dir, "kubeconfig")
+		// k3s reads its certificates from its data dir: node1's admin client certificate replaced by
+		// one that expires in 30 days, one k3s certificate rotate removes (the running k3s keeps the
+		// old in memory).
+		const adminCert = "/var/lib/rancher/k3s/server/tls/client-admin.crt"
+		notAfter := time.Now().Add(30*24*time.Hour + time.Hour).UTC()
+		short, err := pki.SelfSigned("system:admin", notAfter)
+		require.NoError(t, err)
+		_, err = node1.Exec("printf '%s' '" + string(short) + "' >" + adminCert)
+		require.NoError(t, err)
+		before, err := os.ReadFile(kubeconfig)
+		require.NoError(t, err)
+		// The first server, and the kubeconfig renewed (run_once, on the first host).
+		rotated := map[string]int{"node1": 2, "node2": 0, "node3": 0}
+
+		r := run("rotate_certs.yml", nil, "--check", "--diff")
+		require.NoError(t, r.err, r.output)
+		assert.Equal(t, rotated, r.changed(), r.output)
+		assert.Contains(t, strings.Join(strings.Fields(r.output), " "), `rotate k3s's certificates (the first to expire, "system:admin" (`+adminCert+
+			`), expires on `+notAfter.Format("2006-01-02")+`, in 30 days): stop k3s, k3s certificate rotate, start k3s`, r.output)
+		assert.Equal(t, notAfter.Truncate(time.Second), certNotAfter(t, node1, adminCert), "--check rotated nothing")
+
+		// Asked on node2 while node1's k3s restarts.
+		answers := watchAPI(t, kubeconfig, b.Hosts.Host("node2").Addr)
+		r = run("rotate_certs.yml", nil)
+		failures := answers()
+		require.NoError(t, r.err, r.output)
+		assert.Empty(t, failures, "the API on node2 answered throughout")
+		assert.Equal(t, rotated, r.changed(), r.output)
+		assert.Greater(t, time.Until(certNotAfter(t, node1, adminCert)), 360*24*time.Hour, "k3s made a new one, valid a year")
+		backups, err := node1.Exec("ls -d /var/lib/rancher/k3s/server/tls-*")
+		require.NoError(t, err, "k3s kept the old ones aside")
+		assert.Len(t, strings.Fields(backups), 1)
+		after, err := os.ReadFile(kubeconfig)
+		require.NoError(t, err)
+		assert.NotEqual(t, string(before), string(after), "the kubeconfig has k3s's new admin certificate")
+		cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+		require.NoError(t, err)
+		kc, err := kubernetes.NewForConfig(cfg)
+		require.NoError(t, err)
+		_, err = kc.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		assert.NoError(t, err, "and it works")
+
+		r = run("rotate_certs.yml", nil)
+		require.NoError(t, r.err, r.output)
+		assert.Equal(t, map[string]int{"node1": 0, "node2": 0, "node3": 0}, r.changed(), "nothing due any more: %s", r.output)
+		r = run("k8s.yml", nil)
+		require.NoError(t, r.err, r.output)
+		assert.Equal(t, everyone, r.changed(), r.output)
+	})
+
 	t.Run("a rolling upgrade to another build", func(t *testing.T) {
 		upgrade := map[string]any{"k8s_cluster_k3s_version": b.Real.UpgradeVersion}
 		r := run("k8s.yml", upgrade)
@@ -316,4 +377,66 @@ func TestRealK3sEmbeddedEtcd(t *testing.T) {
 		require.NoError(t, r.err, r.output)
 		assert.Equal(t, everyone, r.changed(), r.output)
 	})
+}
+
+// certNotAfter is when the certificate at path on host expires.
+func certNotAfter(t *testing.T, host *testhosts.Host, path string) time.Time {
+	t.Helper()
+	raw, err := host.Exec("cat " + path)
+	require.NoError(t, err)
+	block, _ := pem.Decode([]byte(raw))
+	require.NotNil(t, block, "%s holds no PEM certificate", path)
+	cert, err := x509.ParseCertificate(block.Bytes)
+	require.NoError(t, err)
+	return cert.NotAfter.UTC()
+}
+
+// watchAPI asks the API on addr (with kubeconfig's credentials) for the
+// default namespace every half second until the returned function is
+// called, which returns the requests that failed meanwhile. Each request
+// may take apiTry: while a server restarts, etcd may elect another leader,
+// and k3s's API waits for it.
+func watchAPI(t *testing.T, kubeconfig, addr string) func() []string {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	require.NoError(t, err)
+	cfg.Host = "https://" + net.JoinHostPort(addr, "6443")
+	kc, err := kubernetes.NewForConfig(cfg)
+	require.NoError(t, err)
+	const apiTry = 30 * time.Second
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan []string)
+	go func() {
+		var failures []string
+		var asked int
+		var slowest time.Duration
+		tick := time.NewTicker(500 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			try, stop := context.WithTimeout(ctx, apiTry)
+			start := time.Now()
+			_, err := kc.CoreV1().Namespaces().Get(try, "default", metav1.GetOptions{})
+			took := time.Since(start)
+			stop()
+			switch {
+			case ctx.Err() != nil:
+			case err != nil:
+				failures = append(failures, fmt.Sprintf("%s (after %s): %v", start.Format(time.TimeOnly), took.Round(time.Millisecond), err))
+			default:
+				asked++
+				slowest = max(slowest, took)
+			}
+			select {
+			case <-ctx.Done():
+				t.Logf("the API on %s answered %d requests, the slowest in %s", addr, asked, slowest.Round(time.Millisecond))
+				done <- failures
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() []string {
+		cancel()
+		return <-done
+	}
 }
