@@ -106,7 +106,7 @@ func TestRotateCertificates(t *testing.T) {
 			"systemctl start --no-block k3s.service",
 		}, f.changes())
 		diff := res["diff"].(map[string]any)
-		assert.Contains(t, diff["after"], "(restarted with new certificates)")
+		assert.Contains(t, diff["after"], `(restarted with new certificates: the first to expire, "system:admin" (`)
 
 		f.commands = nil
 		res, code = runOn(t, f, where, rotateArgs)

@@ -285,7 +285,7 @@ func planResult(req *ansible.Request, a args, s state, p plan, env *envChange, s
 			described = strings.TrimSuffix(described, "\n") + " (restarted for its new config)\n"
 		}
 		if p.Rotate {
-			described = strings.TrimSuffix(described, "\n") + " (restarted with new certificates)\n"
+			described = strings.TrimSuffix(described, "\n") + " (restarted with new certificates: " + p.RotateWhy + ")\n"
 		}
 		res.Diff = []ansible.Diff{{
 			Before: describe(s.Version, p.Service, s.Unit), After: described,
