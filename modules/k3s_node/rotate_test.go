@@ -82,7 +82,7 @@ func TestRotateCertificates(t *testing.T) {
 
 	t.Run("check mode says what it would do and does nothing", func(t *testing.T) {
 		f, where := expiringServer(t, 30)
-		res, code := runOn(t, f, where, map[string]any{"role": "server", "rotate_certificates": true, "rotate_within_days": 90, "_ansible_check_mode": true})
+		res, code := runOn(t, f, where, with(rotateArgs, "_ansible_check_mode", true))
 		require.Equal(t, 0, code, res["msg"])
 		assert.Equal(t, true, res["changed"])
 		assert.Equal(t, true, res["certificates_rotated"])
@@ -93,7 +93,7 @@ func TestRotateCertificates(t *testing.T) {
 
 	t.Run("due: stopped, rotated, started, waited for; then nothing to do", func(t *testing.T) {
 		f, where := expiringServer(t, 30)
-		res, code := runOn(t, f, where, map[string]any{"role": "server", "rotate_certificates": true, "rotate_within_days": 90, "_ansible_diff": true})
+		res, code := runOn(t, f, where, with(rotateArgs, "_ansible_diff", true))
 		require.Equal(t, 0, code, res["msg"])
 		assert.Equal(t, true, res["changed"])
 		assert.Equal(t, true, res["certificates_rotated"])
@@ -118,7 +118,7 @@ func TestRotateCertificates(t *testing.T) {
 
 	t.Run("not due: nothing, not even the restart the config asked for is lost", func(t *testing.T) {
 		f, where := expiringServer(t, 200)
-		res, code := runOn(t, f, where, map[string]any{"role": "server", "rotate_certificates": true, "rotate_within_days": 90, "restart": true})
+		res, code := runOn(t, f, where, with(rotateArgs, "restart", true))
 		require.Equal(t, 0, code, res["msg"])
 		assert.Equal(t, false, res["certificates_rotated"])
 		assert.Equal(t, []string{"systemctl restart --no-block k3s.service"}, f.changes())
