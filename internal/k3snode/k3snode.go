@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -103,6 +102,11 @@ type System interface {
 	// Readyz asks the API on 127.0.0.1:port for /readyz with the
 	// kubeconfig's credentials; nil means it answered ok.
 	Readyz(ctx context.Context, kubeconfig string, port int, sans []string) error
+	// Supervisor sends a request to k3s's supervisor at base as user
+	// "server" with the cluster secret, trusting the server CA in caFile:
+	// the status, what k3s said when it was not 200, or the error of a
+	// request that got no answer.
+	Supervisor(ctx context.Context, method, base, path, caFile, secret string, body []byte) (int, string, error)
 }
 
 // Version is the installed k3s version, "" when there is none.
@@ -151,28 +155,6 @@ func Unit(ctx context.Context, sys System, name string) (UnitState, error) {
 // bootstrapped with (k3s's pkg/cluster/storage.go, readTokenFromFile).
 func BootstrapTokenPath(where Paths) string {
 	return filepath.Join(where.DataDir, "server", "token")
-}
-
-// BootstrapTokenMismatch tells whether token, given to a server whose
-// datastore was bootstrapped already, is another cluster secret than the
-// one stored: k3s would refuse to start ("bootstrap data already found and
-// encrypted with different token", pkg/cluster/storage.go,
-// getBootstrapKeyFromStorage). Both are compared as k3s's normalizeToken
-// does: the password of K10<hash>::<user>:<password>, or the whole token.
-// A server never bootstrapped (no file) or an empty token is no mismatch.
-func BootstrapTokenMismatch(where Paths, token string) (bool, error) {
-	if token == "" {
-		return false, nil
-	}
-	raw, err := readSecretFile(BootstrapTokenPath(where))
-	if errors.Is(err, fs.ErrNotExist) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("read the bootstrap token %s: %w", BootstrapTokenPath(where), err)
-	}
-	stored := strings.TrimSpace(string(raw))
-	return stored != "" && ClusterSecret(stored) != ClusterSecret(token), nil
 }
 
 // ClusterSecret is a token's password: after "K10<hash>::<user>:" in the

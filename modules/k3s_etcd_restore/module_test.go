@@ -76,6 +76,9 @@ func (f *fakeNode) Download(context.Context, string, k3snode.Proxy) ([]byte, err
 }
 
 func (f *fakeNode) Readyz(context.Context, string, int, []string) error { return nil }
+func (f *fakeNode) Supervisor(context.Context, string, string, string, string, string, []byte) (int, string, error) {
+	return 0, "", errors.New("no supervisor here")
+}
 
 func TestRun(t *testing.T) {
 	at := time.Unix(1764910000, 0)

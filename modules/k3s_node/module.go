@@ -17,7 +17,7 @@ var module = &ansible.Module{
 		"Installs k3s when it is missing, another version, or its unit is gone: with the install script (downloaded by the module, checked against C(install_script_sha256) when given, then run) or from airgap files, each checked against its sha256 on the node before use.",
 		"Otherwise enables and starts the unit when it is not, and restarts it only when C(restart) is true (pass k3s_config's C(restart_needed)). A host moved between servers and agents has the other unit stopped and disabled.",
 		"Starts never block: k3s's units are C(Type=notify) with C(TimeoutStartSec=0), so a blocking C(systemctl start) of an agent that cannot join (the server unreachable, a wrong token, a rejected node password) would never return. The install script runs with C(INSTALL_K3S_SKIP_START=true) (which also makes sure k3s starts after an install the script would have found unchanged), then the module queues the start or restart (C(systemctl --no-block)) and waits, within O(wait_timeout), until the unit is active: k3s reported ready. A unit still C(activating) at the deadline fails the task with its state, its restart count and the last lines of its journal (C(journalctl -u)); a k3s that exits and is restarted by systemd 3 times meanwhile (a crash loop: C(activating (auto-restart))) fails it at once. A crash-looping unit is never taken for active. The journal is read every 2 s meanwhile: a node password the server rejected at three tries in a row (the cluster has a Node of this name that joined with another password, as after a host is re-installed; k3s retries for ever) fails the task then, naming the Node to delete or the names to give.",
-		"On a server whose datastore was bootstrapped already, a C(k3s_config.token) that is another secret than the one in C(<data_dir>/server/token) is refused before anything is written (k3s would refuse to start with it: \"bootstrap data already found and encrypted with different token\"); the message names C(k3s token rotate).",
+		"On a server whose datastore was bootstrapped already, a C(k3s_config.token) that is another secret than the one in C(<data_dir>/server/token) is refused before anything is written (k3s would refuse to start with it: \"bootstrap data already found and encrypted with different token\"), unless O(token_rotation) says it is the cluster's new token; the message names C(playbooks/rotate_token.yml).",
 		"On servers it then waits until the API's C(/readyz) answers C(ok) on this node, within the same deadline: asked where k3s wrote it listens into its admin kubeconfig (its C(bind-address), which k3s then listens on instead of the loopback, and its C(https-listen-port)), authenticated with that kubeconfig, and over a certificate that holds every C(tls-san) of k3s's config (C(/etc/rancher/k3s/config.yaml) and its drop-ins): after a restart that added one, k3s serves its old certificate for a moment, and a client naming the new name would be refused. Module gitops.k3s_flux.k3s_node_info reads the node token and that kubeconfig.",
 		"A Go binary: the node needs no Python. Its action plugin copies airgap files to the node through the connection, only when an install is needed.",
 	},
@@ -71,6 +71,11 @@ var module = &ansible.Module{
 					"Only on a node where k3s runs already (an install makes new certificates anyway), and with O(rotate_within_days), only when one is due. Instead of, not as well as, a restart or a start."}},
 			{Name: "rotate_within_days", Type: ansible.TypeInt, Default: 0,
 				Description: []string{"With O(rotate_certificates): rotate only when the first of the node's certificates to expire, other than a certificate authority's, expires within this many days (or has expired), so that a second run changes nothing. 0 rotates whatever their expiry."}},
+			{Name: "token_rotation", Choices: []any{"rotate", "follow"},
+				Description: []string{"On a server, C(k3s_config.token) is the cluster's new token, and a datastore bootstrapped with another is not refused. Nothing is done where C(<data_dir>/server/token) holds that token already, so that a second run changes nothing.",
+					"C(rotate): this server rotates the cluster token, as C(k3s token rotate --new-token) does it (the same request to k3s's supervisor, C(PUT /v1-k3s/token) as user C(server) with the current token read from C(<data_dir>/server/token), over a connection that trusts only the cluster's server CA; no token on a command line): k3s re-encrypts its bootstrap data with the new token and writes it into C(server/token). Then the config is written and k3s restarted with it, and waited for. k3s must be running here. Done on one server, first.",
+					"C(follow): the token was rotated on another server, C(k3s_config.server): before anything is written, that server must accept the new token (a request to its supervisor, C(GET /v1-k3s/encrypt/status), which answers only the cluster's current token), else the task fails and nothing changes (k3s would refuse to start: \"bootstrap data already found and encrypted with different token\"). Then the config is written and k3s restarted with it, one server at a time.",
+					"Agents have no datastore: the option is refused on an agent, whose config takes the new token as any other change (and restarts it). Check mode asks no server."}},
 			{Name: "k3s_config", Type: ansible.TypeDict, NoLogValues: ansible.NoLogValuesOf(k3sconfig.Module),
 				Description: []string{"The arguments of module gitops.k3s_flux.k3s_config (C(role), C(token), C(server), C(config), ...). This module runs it first, in its own process, and restarts the unit when it says C(restart_needed); its result is returned under C(k3s_config) and its diff comes first. It is checked before anything is written: when it (or C(k3s_registries)) would fail, nothing is written and k3s is left alone.",
 					"One task and one command on the node instead of two for every node and every run: role k8s_cluster renders the config this way. Its secrets are masked as module k3s_config masks them.",
@@ -135,6 +140,32 @@ var module = &ansible.Module{
     rotate_within_days: 90
   become: true
   throttle: 1
+
+# The cluster token rotated: on the first server, then on each other one (throttle 1),
+# then the agents' config takes the new token as any other change.
+- name: Rotate the cluster token on the first server
+  gitops.k3s_flux.k3s_node:
+    role: server
+    version: v1.36.2+k3s1
+    token_rotation: rotate
+    k3s_config:
+      role: server
+      token: "{{ vault_k3s_new_token }}"
+  become: true
+  when: inventory_hostname == groups['k3s_servers'][0]
+
+- name: Restart the other servers with the new token, one at a time
+  gitops.k3s_flux.k3s_node:
+    role: server
+    version: v1.36.2+k3s1
+    token_rotation: follow
+    k3s_config:
+      role: server
+      token: "{{ vault_k3s_new_token }}"
+      server: https://{{ groups['k3s_servers'][0] }}:6443
+  become: true
+  throttle: 1
+  when: inventory_hostname in groups['k3s_servers'][1:]
 `,
 	Returns: []ansible.Return{
 		{Name: "version", Description: []string{"The k3s version installed after the task (in check mode: that a real run would leave)."}, Returned: "always", Type: "str", Sample: "v1.36.2+k3s1"},
@@ -146,6 +177,7 @@ var module = &ansible.Module{
 		{Name: "restart_done", Description: []string{"Whether the unit was (re)started or installed, so k3s runs with its current config."}, Returned: "always", Type: "bool", Sample: true},
 		{Name: "certificates_rotated", Description: []string{"Whether the node's certificates were rotated (in check mode: would be)."}, Returned: "when rotate_certificates is true", Type: "bool", Sample: true},
 		{Name: "certificates_backup", Description: []string{"Where k3s copied the certificates it rotated."}, Returned: "when the certificates were rotated", Type: "str", Sample: "/var/lib/rancher/k3s/server/tls-1798761600"},
+		{Name: "token_rotated", Description: []string{"Whether k3s was restarted with the cluster's new token (O(token_rotation)): on the server that rotated it (C(rotate)), or one that followed (C(follow)); in check mode: would be."}, Returned: "when token_rotation is given", Type: "bool", Sample: true},
 		{Name: "ready", Description: []string{"On servers: whether C(/readyz) answered C(ok) over a certificate holding the config's C(tls-san)."}, Returned: "when role is server and wait is true", Type: "bool", Sample: true},
 		{Name: "k3s_config", Description: []string{"The result of module gitops.k3s_flux.k3s_config (C(restart_needed), C(node_name), C(path), ...)."}, Returned: "when k3s_config is given", Type: "dict", Sample: map[string]any{"restart_needed": false, "node_name": "node1", "path": "/etc/rancher/k3s/config.yaml"}},
 		{Name: "k3s_registries", Description: []string{"The result of module gitops.k3s_flux.k3s_registries."}, Returned: "when k3s_registries is given", Type: "dict", Sample: map[string]any{"restart_needed": false, "path": "/etc/rancher/k3s/registries.yaml"}},
@@ -208,6 +240,7 @@ type args struct {
 	Restart          bool   `json:"restart"`
 	RotateCerts      bool   `json:"rotate_certificates"`
 	RotateWithinDays int    `json:"rotate_within_days"`
+	TokenRotation    string `json:"token_rotation"`
 	Upgrade          bool   `json:"upgrade"`
 	AllowDowngrade   bool   `json:"allow_downgrade"`
 	APIPort          int    `json:"api_port"`

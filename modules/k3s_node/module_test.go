@@ -2,8 +2,10 @@ package k3snodemodule
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -53,6 +55,11 @@ type fakeNode struct {
 	// next blocks until its context ends and is killed, as exec.CommandContext
 	// kills a systemctl that has not answered by the deadline (0: never).
 	showsAnswered, shows int
+	// clusterSecret is the token password k3s's supervisors accept;
+	// tokenFile is where a rotation writes the new token (server/token);
+	// supervisorErr is an answer other than k3s's own (500).
+	clusterSecret, tokenFile string
+	supervisorStatus         int
 }
 
 func newFakeNode() *fakeNode {
@@ -202,6 +209,38 @@ func (f *fakeNode) Readyz(_ context.Context, _ string, _ int, sans []string) err
 		return errors.New("connection refused")
 	}
 	return nil
+}
+
+// Supervisor stands in for k3s's supervisor (pkg/server/handlers): nothing
+// answers on this node where k3s does not run; a request with another
+// secret than the cluster's is refused (401); PUT /v1-k3s/token re-keys the
+// cluster and writes server/token as tokenRotate does.
+func (f *fakeNode) Supervisor(_ context.Context, method, base, path, _ string, secret string, body []byte) (int, string, error) {
+	f.commands = append(f.commands, method+" "+base+path)
+	local := strings.Contains(base, "127.0.0.1")
+	if u := f.units["k3s"]; local && (u == nil || !u.Active) {
+		return 0, "", errors.New("dial tcp 127.0.0.1:6443: connect: connection refused")
+	}
+	if f.supervisorStatus != 0 {
+		return f.supervisorStatus, "etcd: request timed out", nil
+	}
+	if secret != f.clusterSecret {
+		return http.StatusUnauthorized, "Unauthorized", nil
+	}
+	switch {
+	case method == http.MethodPut && path == k3snode.TokenRotatePath:
+		var rotate struct {
+			NewToken string `json:"newToken"`
+		}
+		if err := json.Unmarshal(body, &rotate); err != nil || rotate.NewToken == "" {
+			return http.StatusBadRequest, "no newToken", nil
+		}
+		f.clusterSecret = rotate.NewToken
+		return http.StatusOK, "", os.WriteFile(f.tokenFile, []byte("K10cafe::server:"+rotate.NewToken+"\n"), 0o600)
+	case method == http.MethodGet && path == k3snode.TokenCheckPath:
+		return http.StatusOK, "", nil
+	}
+	return http.StatusNotFound, "404 page not found", nil
 }
 
 // changes are the commands that change the node (not the reads).

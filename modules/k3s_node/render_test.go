@@ -155,7 +155,7 @@ func TestBootstrapTokenChange(t *testing.T) {
 				}
 				assert.Equal(t, 1, code)
 				assert.Contains(t, res["msg"], "k3s_config.token is another secret than the one this server's datastore was bootstrapped with ("+k3snode.BootstrapTokenPath(where)+"): k3s would refuse to start")
-				assert.Contains(t, res["msg"], "`k3s token rotate --new-token <new>`")
+				assert.Contains(t, res["msg"], "playbooks/rotate_token.yml")
 				assert.NoFileExists(t, configPath, "nothing written")
 				assert.Empty(t, f.changes())
 			}

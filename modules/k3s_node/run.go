@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -41,6 +42,9 @@ type plan struct {
 	// Restart); RotateWhy says which certificate made it due.
 	Rotate    bool
 	RotateWhy string
+	// Token is what the task does about the cluster token (tokenChange):
+	// "", "rotate" or "follow"; TokenFrom is the server it follows.
+	Token, TokenFrom string
 }
 
 func (p plan) changed() bool {
@@ -111,6 +115,12 @@ func (p plan) actions(a args) []string {
 	if p.Enable {
 		out = append(out, "enable "+p.Service)
 	}
+	switch p.Token {
+	case "rotate":
+		out = append(out, "rotate the cluster token on this server (PUT "+k3snode.TokenRotatePath+", as k3s token rotate does)")
+	case "follow":
+		out = append(out, "take the cluster's new token, rotated on "+p.TokenFrom)
+	}
 	if p.Start {
 		out = append(out, "start "+p.Service)
 	}
@@ -158,7 +168,8 @@ func run(ctx context.Context, req *ansible.Request, sys k3snode.System, where k3
 	if a.RotateWithinDays < 0 {
 		return nil, fmt.Errorf("rotate_within_days is %d: expected 0 (rotate whatever the expiry) or a number of days", a.RotateWithinDays)
 	}
-	if err := checkBootstrapToken(req, a, where); err != nil {
+	token, err := readTokens(req, a, where)
+	if err != nil {
 		return nil, err
 	}
 	said, markErr := os.ReadFile(k3snode.RestoreMark(where.DataDir))
@@ -188,11 +199,17 @@ func run(ctx context.Context, req *ansible.Request, sys k3snode.System, where k3
 	if err != nil {
 		return nil, err
 	}
-	a.Restart = a.Restart || restartNeeded(planned) || envChange != nil
+	change, err := tokenChange(a, token, s.Unit.Active)
+	if err != nil {
+		return nil, err
+	}
+	// k3s takes a new cluster token only as it starts.
+	a.Restart = a.Restart || restartNeeded(planned) || envChange != nil || change != ""
 	p, err := decide(a, s)
 	if err != nil {
 		return nil, err
 	}
+	p.Token, p.TokenFrom = change, token.server
 	n.env = envChange
 	if req.CheckMode {
 		return planResult(req, a, s, p, envChange, planned), nil
@@ -204,6 +221,11 @@ func run(ctx context.Context, req *ansible.Request, sys k3snode.System, where k3
 		res.Changed = false
 		res.Set("airgap_transfer_needed", true)
 		return res, errors.New("k3s must be installed from airgap files that are still on the controller: run this module as a task (its action plugin copies them to the node), or set remote_src with paths on the node")
+	}
+	// Before anything is written: a config with the new token that k3s
+	// would refuse is never left behind.
+	if err := n.changeToken(ctx, a, p, token); err != nil {
+		return nil, err
 	}
 	steps, failed := render(ctx, req, false)
 	if failed != nil {
@@ -279,6 +301,9 @@ func planResult(req *ansible.Request, a args, s state, p plan, env *envChange, s
 	if a.RotateCerts {
 		res.Set("certificates_rotated", p.Rotate)
 	}
+	if a.TokenRotation != "" {
+		res.Set("token_rotated", p.Token != "")
+	}
 	if p.changed() {
 		described := describe(after, p.Service, k3snode.UnitState{Loaded: true, Enabled: true, Active: true})
 		if p.Restart {
@@ -286,6 +311,12 @@ func planResult(req *ansible.Request, a args, s state, p plan, env *envChange, s
 		}
 		if p.Rotate {
 			described = strings.TrimSuffix(described, "\n") + " (restarted with new certificates: " + p.RotateWhy + ")\n"
+		}
+		switch p.Token {
+		case "rotate":
+			described = strings.TrimSuffix(described, "\n") + " (with the cluster's new token, rotated here)\n"
+		case "follow":
+			described = strings.TrimSuffix(described, "\n") + " (with the cluster's new token, rotated on " + p.TokenFrom + ")\n"
 		}
 		res.Diff = []ansible.Diff{{
 			Before: describe(s.Version, p.Service, s.Unit), After: described,
@@ -328,20 +359,86 @@ func (n node) apply(ctx context.Context, req *ansible.Request, a args, p plan, n
 	return err
 }
 
-// checkBootstrapToken refuses, before anything is written, a server token
-// that k3s would refuse at its next start: another secret than the one the
-// server's datastore was bootstrapped with.
-func checkBootstrapToken(req *ansible.Request, a args, where k3snode.Paths) error {
+// tokens are the cluster tokens a server task deals with: the one its
+// k3s_config gives (as ClusterSecret takes it), the one its datastore was
+// bootstrapped with (stored, "" when none), and the server its config
+// joins. Secrets: never in a message or a result.
+type tokens struct {
+	given, stored, server string
+}
+
+func readTokens(req *ansible.Request, a args, where k3snode.Paths) (tokens, error) {
 	cfg, _ := req.Params["k3s_config"].(map[string]any)
-	token, _ := cfg["token"].(string)
-	if a.Role != "server" || token == "" {
-		return nil
+	given, _ := cfg["token"].(string)
+	server, _ := cfg["server"].(string)
+	t := tokens{given: k3snode.ClusterSecret(given), server: server}
+	if a.Role != "server" || given == "" {
+		return t, nil
 	}
-	mismatch, err := k3snode.BootstrapTokenMismatch(where, token)
-	if err != nil || !mismatch {
-		return err
+	var err error
+	t.stored, err = k3snode.StoredClusterSecret(where)
+	return t, err
+}
+
+// tokenChange decides what a task does about the cluster token: "" when
+// nothing, else token_rotation's "rotate" or "follow", on a server whose
+// datastore was bootstrapped with another token than k3s_config's. Such a
+// token without token_rotation is refused before anything is written: k3s
+// would refuse to start with it ("bootstrap data already found and
+// encrypted with different token", pkg/cluster/storage.go,
+// getBootstrapKeyFromStorage).
+func tokenChange(a args, t tokens, active bool) (string, error) {
+	if a.TokenRotation != "" {
+		switch {
+		case a.Role != "server":
+			return "", fmt.Errorf("token_rotation is %s but role is %s: only a server's datastore holds the cluster token; an agent's config takes the new token as any other change", a.TokenRotation, a.Role)
+		case t.given == "":
+			return "", fmt.Errorf("token_rotation is %s: k3s_config.token must be the cluster's new token", a.TokenRotation)
+		case a.TokenRotation == "follow" && t.server == "":
+			return "", errors.New("token_rotation is follow: k3s_config.server must name the server the token was rotated on")
+		}
 	}
-	return fmt.Errorf("k3s_config.token is another secret than the one this server's datastore was bootstrapped with (%s): k3s would refuse to start (\"bootstrap data already found and encrypted with different token\"), so nothing was written. To change the cluster token, run `k3s token rotate --new-token <new>` on a server first, then set the new one; otherwise set the token back", k3snode.BootstrapTokenPath(where))
+	if a.Role != "server" || t.given == "" || t.stored == "" || t.stored == t.given {
+		return "", nil
+	}
+	if a.TokenRotation == "" {
+		return "", errors.New("k3s_config.token is another secret than the one this server's datastore was bootstrapped with (" + k3snode.BootstrapTokenPath(k3snode.Paths{DataDir: a.DataDir}) + "): k3s would refuse to start (\"bootstrap data already found and encrypted with different token\"), so nothing was written. To change the cluster token, rotate it (playbooks/rotate_token.yml with the new one in k8s_cluster_new_token, or this module's token_rotation); if it was rotated, give the new one; otherwise give the one it was bootstrapped with")
+	}
+	if a.TokenRotation == "rotate" && !active {
+		return "", errors.New("token_rotation is rotate: k3s is not running on this server, and the token is rotated through its supervisor: start k3s first (with the token it has); nothing was changed")
+	}
+	return a.TokenRotation, nil
+}
+
+// changeToken carries the token's change out before the config is written:
+// "rotate" has this server's k3s rotate it, as k3s token rotate does
+// (pkg/cli/token/token.go, Rotate: PUT /v1-k3s/token as user "server" with
+// the current token); "follow" makes sure the server it was rotated on
+// accepts the new token, or k3s here would refuse to start with it.
+func (n node) changeToken(ctx context.Context, a args, p plan, t tokens) error {
+	ca := k3snode.ServerCAPath(n.where)
+	switch p.Token {
+	case "rotate":
+		base := k3snode.LocalAPI(n.where.Kubeconfig, a.APIPort)
+		status, said, err := n.sys.Supervisor(ctx, http.MethodPut, base, k3snode.TokenRotatePath, ca, t.stored, k3snode.RotateTokenBody(t.given))
+		if err == nil && status != http.StatusOK {
+			err = fmt.Errorf("k3s answered %d: %s", status, said)
+		}
+		if err != nil {
+			return fmt.Errorf("rotate the cluster token on this server: %w; nothing was written", err)
+		}
+	case "follow":
+		status, said, err := n.sys.Supervisor(ctx, http.MethodGet, t.server, k3snode.TokenCheckPath, ca, t.given, nil)
+		switch {
+		case err != nil:
+			return fmt.Errorf("token_rotation is follow: ask %s whether it accepts the new token: %w; nothing was written", t.server, err)
+		case status == http.StatusUnauthorized:
+			return fmt.Errorf("token_rotation is follow: %s does not accept the new token (401): rotate it there first (token_rotation=rotate); k3s here would refuse to start with it, so nothing was written", t.server)
+		case status != http.StatusOK:
+			return fmt.Errorf("token_rotation is follow: %s answered %d: %s; nothing was written", t.server, status, said)
+		}
+	}
+	return nil
 }
 
 func nonNil(s []string) []string {

@@ -42,6 +42,9 @@ func (f *fakeServer) Download(context.Context, string, k3snode.Proxy) ([]byte, e
 }
 
 func (f *fakeServer) Readyz(context.Context, string, int, []string) error { return nil }
+func (f *fakeServer) Supervisor(context.Context, string, string, string, string, string, []byte) (int, string, error) {
+	return 0, "", errors.New("no supervisor here")
+}
 
 func TestInfo(t *testing.T) {
 	dir := t.TempDir()

@@ -40,7 +40,8 @@ description:
 - 'On a server whose datastore was bootstrapped already, a C(k3s_config.token) that
   is another secret than the one in C(<data_dir>/server/token) is refused before anything
   is written (k3s would refuse to start with it: "bootstrap data already found and
-  encrypted with different token"); the message names C(k3s token rotate).'
+  encrypted with different token"), unless O(token_rotation) says it is the cluster''s
+  new token; the message names C(playbooks/rotate_token.yml).'
 - 'On servers it then waits until the API''s C(/readyz) answers C(ok) on this node,
   within the same deadline: asked where k3s wrote it listens into its admin kubeconfig
   (its C(bind-address), which k3s then listens on instead of the loopback, and its
@@ -253,6 +254,30 @@ options:
     choices:
     - present
     - absent
+  token_rotation:
+    description:
+    - On a server, C(k3s_config.token) is the cluster's new token, and a datastore
+      bootstrapped with another is not refused. Nothing is done where C(<data_dir>/server/token)
+      holds that token already, so that a second run changes nothing.
+    - 'C(rotate): this server rotates the cluster token, as C(k3s token rotate --new-token)
+      does it (the same request to k3s''s supervisor, C(PUT /v1-k3s/token) as user
+      C(server) with the current token read from C(<data_dir>/server/token), over
+      a connection that trusts only the cluster''s server CA; no token on a command
+      line): k3s re-encrypts its bootstrap data with the new token and writes it into
+      C(server/token). Then the config is written and k3s restarted with it, and waited
+      for. k3s must be running here. Done on one server, first.'
+    - 'C(follow): the token was rotated on another server, C(k3s_config.server): before
+      anything is written, that server must accept the new token (a request to its
+      supervisor, C(GET /v1-k3s/encrypt/status), which answers only the cluster''s
+      current token), else the task fails and nothing changes (k3s would refuse to
+      start: "bootstrap data already found and encrypted with different token"). Then
+      the config is written and k3s restarted with it, one server at a time.'
+    - 'Agents have no datastore: the option is refused on an agent, whose config takes
+      the new token as any other change (and restarts it). Check mode asks no server.'
+    type: str
+    choices:
+    - rotate
+    - follow
   upgrade:
     description:
     - 'Replace a k3s of another version now. When false, a node that runs another
@@ -328,6 +353,32 @@ EXAMPLES = r"""
     rotate_within_days: 90
   become: true
   throttle: 1
+
+# The cluster token rotated: on the first server, then on each other one (throttle 1),
+# then the agents' config takes the new token as any other change.
+- name: Rotate the cluster token on the first server
+  gitops.k3s_flux.k3s_node:
+    role: server
+    version: v1.36.2+k3s1
+    token_rotation: rotate
+    k3s_config:
+      role: server
+      token: "{{ vault_k3s_new_token }}"
+  become: true
+  when: inventory_hostname == groups['k3s_servers'][0]
+
+- name: Restart the other servers with the new token, one at a time
+  gitops.k3s_flux.k3s_node:
+    role: server
+    version: v1.36.2+k3s1
+    token_rotation: follow
+    k3s_config:
+      role: server
+      token: "{{ vault_k3s_new_token }}"
+      server: https://{{ groups['k3s_servers'][0] }}:6443
+  become: true
+  throttle: 1
+  when: inventory_hostname in groups['k3s_servers'][1:]
 """
 
 RETURN = r"""
@@ -406,6 +457,14 @@ service:
   returned: always
   type: str
   sample: k3s
+token_rotated:
+  description:
+  - 'Whether k3s was restarted with the cluster''s new token (O(token_rotation)):
+    on the server that rotated it (C(rotate)), or one that followed (C(follow)); in
+    check mode: would be.'
+  returned: when token_rotation is given
+  type: bool
+  sample: true
 upgrade_pending:
   description:
   - The node runs another, older version that C(upgrade=false) left in place.
@@ -495,6 +554,10 @@ def main():
             "rotate_within_days": {
                 "type": "int",
                 "default": 0,
+            },
+            "token_rotation": {
+                "type": "str",
+                "choices": ["rotate", "follow"],
             },
             "k3s_config": {
                 "type": "dict",
