@@ -4,12 +4,14 @@ package e2e
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/pem"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -293,6 +295,75 @@ func TestRealK3sEmbeddedEtcd(t *testing.T) {
 		assert.Equal(t, everyone, r.changed(), r.output)
 	})
 
+	t.Run("the cluster token rotated, the old one refused, a snapshot from before restored with it", func(t *testing.T) {
+		require.NotEmpty(t, snapshot)
+		servers := []string{"node1", "node2", "node3"}
+		node1 := b.Hosts.Host("node1")
+		storedSecret := func(name string) string {
+			raw, err := b.Hosts.Host(name).Exec("cat /var/lib/rancher/k3s/server/token")
+			require.NoError(t, err)
+			_, secret, found := strings.Cut(strings.TrimSpace(raw), "::server:")
+			require.True(t, found, "k3s's server/token is K10<hash>::server:<secret>")
+			return secret
+		}
+		oldToken, err := node1.Exec("cat /var/lib/rancher/k3s/server/token")
+		require.NoError(t, err)
+		oldToken = strings.TrimSpace(oldToken)
+		oldSecret := storedSecret("node1")
+		ca, err := node1.Exec("cat /var/lib/rancher/k3s/server/tls/server-ca.crt")
+		require.NoError(t, err)
+		newToken := "rotated-" + strings.ToLower(rand.Text())
+		rotate := map[string]any{"k8s_cluster_new_token": newToken}
+		secrets := []string{oldSecret, newToken}
+
+		r := run("rotate_token.yml", rotate, "--check", "--diff", "-vvv")
+		require.NoError(t, r.err, r.output)
+		for _, name := range servers {
+			assert.Positive(t, r.changed()[name], "%s would change: %s", name, r.output)
+			assert.Equal(t, oldSecret, storedSecret(name), "--check rotated nothing on %s", name)
+		}
+		assert.Contains(t, strings.Join(strings.Fields(r.output), " "), "(with the cluster's new token, rotated here)")
+		assertNoSecret(t, r.output, secrets...)
+
+		r = run("rotate_token.yml", rotate, "--diff", "-vvv")
+		require.NoError(t, r.err, r.output)
+		assertNoSecret(t, r.output, secrets...)
+		assert.Contains(t, strings.Join(strings.Fields(r.output), " "), "The cluster token was rotated on node1: set k8s_cluster_token to the new token")
+		for _, name := range servers {
+			assert.Positive(t, r.changed()[name], "%s restarted with it: %s", name, r.output)
+			assert.Equal(t, newToken, storedSecret(name), "k3s on %s runs with the new token", name)
+			assert.Equal(t, http.StatusUnauthorized, supervisorAnswers(t, b.Hosts.Host(name), ca, oldSecret), "%s refuses the old token", name)
+			assert.Equal(t, http.StatusOK, supervisorAnswers(t, b.Hosts.Host(name), ca, newToken), "%s accepts the new one", name)
+		}
+		assert.Equal(t, []string{"node1", "node2", "node3"}, etcdMembers())
+
+		r = run("rotate_token.yml", rotate)
+		require.NoError(t, r.err, r.output)
+		assert.Equal(t, map[string]int{"node1": 0, "node2": 0, "node3": 0}, r.changed(), "rotated already: %s", r.output)
+		// The old token refused by the k8s play too, before anything is written.
+		r = run("k8s.yml", nil)
+		require.Error(t, r.err, r.output)
+		assert.Contains(t, strings.Join(strings.Fields(r.output), " "), "k3s_config.token is another secret than the one this server's datastore was bootstrapped with")
+		base["k8s_cluster_token"] = newToken
+		r = run("k8s.yml", nil)
+		require.NoError(t, r.err, r.output)
+		assert.Equal(t, everyone, r.changed(), r.output)
+
+		// A snapshot taken before the rotation restores with the token it was taken under; the
+		// cluster then runs on that one again (k3s's own token, the k8s play's token unset).
+		delete(base, "k8s_cluster_token")
+		r = run("restore.yml", map[string]any{"k8s_cluster_restore_snapshot": snapshot, "k8s_cluster_restore_confirmed": true, "k8s_cluster_restore_token": oldToken}, "-vvv")
+		require.NoError(t, r.err, r.output)
+		assertNoSecret(t, r.output, secrets...)
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			assert.Equal(c, []string{"node1", "node2", "node3"}, etcdMembers())
+		}, time.Minute, time.Second, "the others joined the restored one")
+		assert.Equal(t, oldSecret, storedSecret("node1"))
+		r = run("k8s.yml", nil)
+		require.NoError(t, r.err, r.output)
+		assert.Equal(t, everyone, r.changed(), r.output)
+	})
+
 	t.Run("a rebuilt server other than the first joins again", func(t *testing.T) {
 		r := run("reset.yml", nil, "-l", "node3", "-e", "k8s_cluster_reset_confirmed=true")
 		require.NoError(t, r.err, r.output)
@@ -377,6 +448,32 @@ func TestRealK3sEmbeddedEtcd(t *testing.T) {
 		require.NoError(t, r.err, r.output)
 		assert.Equal(t, everyone, r.changed(), r.output)
 	})
+}
+
+// assertNoSecret fails the test for each secret that output holds.
+func assertNoSecret(t *testing.T, output string, secrets ...string) {
+	t.Helper()
+	for i, secret := range secrets {
+		// Not NotContains: its failure would print the whole output.
+		assert.False(t, strings.Contains(output, secret), "secret %d of %d shown in the output", i+1, len(secrets))
+	}
+}
+
+// supervisorAnswers is the status k3s's supervisor on host answers a
+// request only the cluster's current token passes (user "server"), over
+// TLS that trusts the cluster's server CA alone.
+func supervisorAnswers(t *testing.T, host *testhosts.Host, ca, secret string) int {
+	t.Helper()
+	pool := x509.NewCertPool()
+	require.True(t, pool.AppendCertsFromPEM([]byte(ca)))
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "https://"+net.JoinHostPort(host.Addr, "6443")+"/v1-k3s/encrypt/status", nil)
+	require.NoError(t, err)
+	req.SetBasicAuth("server", secret)
+	resp, err := client.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	return resp.StatusCode
 }
 
 // certNotAfter is when the certificate at path on host expires.
