@@ -166,7 +166,7 @@ func TestRotateTokenRefusals(t *testing.T) {
 		{name: "k3s answers with an error", setup: func(f *fakeNode) { f.supervisorStatus = 500 }, mode: "rotate",
 			msg: "rotate the cluster token on this server: k3s answered 500: etcd: request timed out; nothing was written", request: "PUT https://127.0.0.1:6443/v1-k3s/token"},
 		{name: "the server followed has not rotated it", mode: "follow", server: "https://10.0.0.1:6443",
-			msg: "token_rotation is follow: https://10.0.0.1:6443 does not accept the new token (401): rotate it there first (token_rotation=rotate); k3s here would refuse to start with it, so nothing was written",
+			msg:     "token_rotation is follow: https://10.0.0.1:6443 does not accept the new token (401): rotate it there first (token_rotation=rotate); k3s here would refuse to start with it, so nothing was written",
 			request: "GET https://10.0.0.1:6443/v1-k3s/encrypt/status"},
 		{name: "k3s stopped", setup: func(f *fakeNode) { f.units["k3s"].Active = false }, mode: "rotate",
 			msg: "token_rotation is rotate: k3s is not running on this server"},
