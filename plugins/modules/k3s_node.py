@@ -254,6 +254,14 @@ options:
     choices:
     - present
     - absent
+  token_rotated_on:
+    description:
+    - 'With C(token_rotation=follow): the server the token was rotated on, as C(https://host:port).
+      Default C(k3s_config.server); name the server itself where that is a load balancer
+      or a virtual address, which may lead to a server not restarted yet.'
+    - Must be an https URL such as https://10.0.0.1:6443; checked before anything
+      is done.
+    type: str
   token_rotation:
     description:
     - On a server, C(k3s_config.token) is the cluster's new token, and a datastore
@@ -266,7 +274,7 @@ options:
       line): k3s re-encrypts its bootstrap data with the new token and writes it into
       C(server/token). Then the config is written and k3s restarted with it, and waited
       for. k3s must be running here. Done on one server, first.'
-    - 'C(follow): the token was rotated on another server, C(k3s_config.server): before
+    - 'C(follow): the token was rotated on another server, O(token_rotated_on): before
       anything is written, that server must accept the new token (a request to its
       supervisor, C(GET /v1-k3s/encrypt/status), which answers only the cluster''s
       current token), else the task fails and nothing changes (k3s would refuse to
@@ -372,10 +380,11 @@ EXAMPLES = r"""
     role: server
     version: v1.36.2+k3s1
     token_rotation: follow
+    token_rotated_on: https://{{ groups['k3s_servers'][0] }}:6443
     k3s_config:
       role: server
       token: "{{ vault_k3s_new_token }}"
-      server: https://{{ groups['k3s_servers'][0] }}:6443
+      server: https://k3s-api.home.arpa:6443
   become: true
   throttle: 1
   when: inventory_hostname in groups['k3s_servers'][1:]
@@ -558,6 +567,9 @@ def main():
             "token_rotation": {
                 "type": "str",
                 "choices": ["rotate", "follow"],
+            },
+            "token_rotated_on": {
+                "type": "str",
             },
             "k3s_config": {
                 "type": "dict",
