@@ -74,9 +74,9 @@ var module = &ansible.Module{
 			{Name: "token_rotation", Choices: []any{"rotate", "follow"},
 				Description: []string{"On a server, C(k3s_config.token) is the cluster's new token, and a datastore bootstrapped with another is not refused. Nothing is done where C(<data_dir>/server/token) holds that token already, so that a second run changes nothing.",
 					"C(rotate): this server rotates the cluster token, as C(k3s token rotate --new-token) does it (the same request to k3s's supervisor, C(PUT /v1-k3s/token) as user C(server) with the current token read from C(<data_dir>/server/token), over a connection that trusts only the cluster's server CA; no token on a command line): k3s re-encrypts its bootstrap data with the new token and writes it into C(server/token). Then the config is written and k3s restarted with it, and waited for. k3s must be running here. Done on one server, first.",
-					"C(follow): the token was rotated on another server, O(token_rotated_on): before anything is written, that server must accept the new token (a request to its supervisor, C(GET /v1-k3s/encrypt/status), which answers only the cluster's current token), else the task fails and nothing changes (k3s would refuse to start: \"bootstrap data already found and encrypted with different token\"). Then the config is written and k3s restarted with it, one server at a time.",
+					"C(follow): the token was rotated on another server, O(rotated_on): before anything is written, that server must accept the new token (a request to its supervisor, C(GET /v1-k3s/encrypt/status), which answers only the cluster's current token), else the task fails and nothing changes (k3s would refuse to start: \"bootstrap data already found and encrypted with different token\"). Then the config is written and k3s restarted with it, one server at a time.",
 					"Agents have no datastore: the option is refused on an agent, whose config takes the new token as any other change (and restarts it). Check mode asks no server."}},
-			{Name: "token_rotated_on", Format: formatServerURL,
+			{Name: "rotated_on", Format: formatServerURL,
 				Description: []string{"With C(token_rotation=follow): the server the token was rotated on, as C(https://host:port). Default C(k3s_config.server); name the server itself where that is a load balancer or a virtual address, which may lead to a server not restarted yet."}},
 			{Name: "k3s_config", Type: ansible.TypeDict, NoLogValues: ansible.NoLogValuesOf(k3sconfig.Module),
 				Description: []string{"The arguments of module gitops.k3s_flux.k3s_config (C(role), C(token), C(server), C(config), ...). This module runs it first, in its own process, and restarts the unit when it says C(restart_needed); its result is returned under C(k3s_config) and its diff comes first. It is checked before anything is written: when it (or C(k3s_registries)) would fail, nothing is written and k3s is left alone.",
@@ -161,7 +161,7 @@ var module = &ansible.Module{
     role: server
     version: v1.36.2+k3s1
     token_rotation: follow
-    token_rotated_on: https://{{ groups['k3s_servers'][0] }}:6443
+    rotated_on: https://{{ groups['k3s_servers'][0] }}:6443
     k3s_config:
       role: server
       token: "{{ vault_k3s_new_token }}"
@@ -251,7 +251,7 @@ type args struct {
 	RotateCerts      bool   `json:"rotate_certificates"`
 	RotateWithinDays int    `json:"rotate_within_days"`
 	TokenRotation    string `json:"token_rotation"`
-	TokenRotatedOn   string `json:"token_rotated_on"`
+	RotatedOn        string `json:"rotated_on"`
 	Upgrade          bool   `json:"upgrade"`
 	AllowDowngrade   bool   `json:"allow_downgrade"`
 	APIPort          int    `json:"api_port"`

@@ -371,8 +371,8 @@ func readTokens(req *ansible.Request, a args, where k3snode.Paths) (tokens, erro
 	cfg, _ := req.Params["k3s_config"].(map[string]any)
 	given, _ := cfg["token"].(string)
 	server, _ := cfg["server"].(string)
-	if a.TokenRotatedOn != "" {
-		server = a.TokenRotatedOn
+	if a.RotatedOn != "" {
+		server = a.RotatedOn
 	}
 	t := tokens{given: k3snode.ClusterSecret(given), server: server}
 	if a.Role != "server" || given == "" {
@@ -398,7 +398,7 @@ func tokenChange(a args, t tokens, active bool) (string, error) {
 		case t.given == "":
 			return "", fmt.Errorf("token_rotation is %s: k3s_config.token must be the cluster's new token", a.TokenRotation)
 		case a.TokenRotation == "follow" && t.server == "":
-			return "", errors.New("token_rotation is follow: token_rotated_on (or k3s_config.server) must name the server the token was rotated on")
+			return "", errors.New("token_rotation is follow: rotated_on (or k3s_config.server) must name the server the token was rotated on")
 		}
 	}
 	if a.Role != "server" || t.given == "" || t.stored == "" || t.stored == t.given {

@@ -43,7 +43,7 @@ func TestTokenChange(t *testing.T) {
 		{name: "follow", a: follow, t: mismatch, want: "follow"},
 		{name: "followed already", a: follow, t: tokens{given: newSecret, stored: newSecret, server: "https://10.0.0.1:6443"}, active: true},
 		{name: "follow without the server", a: follow, t: tokens{given: newSecret, stored: oldSecret},
-			err: "token_rotation is follow: token_rotated_on (or k3s_config.server) must name the server the token was rotated on"},
+			err: "token_rotation is follow: rotated_on (or k3s_config.server) must name the server the token was rotated on"},
 		{name: "rotation without a token", a: rotate, t: tokens{stored: oldSecret}, active: true,
 			err: "token_rotation is rotate: k3s_config.token must be the cluster's new token"},
 		{name: "an agent", a: agent, t: tokens{given: newSecret}, active: true,
@@ -142,12 +142,12 @@ func TestRotateTokenRestartsWhereTheConfigHasIt(t *testing.T) {
 	assert.Equal(t, []string{"GET https://10.0.0.1:6443/v1-k3s/encrypt/status", "systemctl restart --no-block k3s.service"}, f.changes())
 }
 
-// token_rotated_on names the server asked where k3s_config.server is a
+// rotated_on names the server asked where k3s_config.server is a
 // load balancer.
 func TestFollowAsksTheServerNamed(t *testing.T) {
 	f, where, configPath := tokenServer(t)
 	f.clusterSecret = newSecret
-	res, code := runOn(t, f, where, with(tokenArgs(configPath, "follow", "https://k3s-api.home.arpa:6443"), "token_rotated_on", "https://10.0.0.1:6443"))
+	res, code := runOn(t, f, where, with(tokenArgs(configPath, "follow", "https://k3s-api.home.arpa:6443"), "rotated_on", "https://10.0.0.1:6443"))
 	require.Equal(t, 0, code, res["msg"])
 	assert.Equal(t, "GET https://10.0.0.1:6443/v1-k3s/encrypt/status", f.changes()[0])
 	assert.Contains(t, res["actions"], "take the cluster's new token, rotated on https://10.0.0.1:6443")

@@ -240,6 +240,14 @@ options:
       expiry.'
     type: int
     default: 0
+  rotated_on:
+    description:
+    - 'With C(token_rotation=follow): the server the token was rotated on, as C(https://host:port).
+      Default C(k3s_config.server); name the server itself where that is a load balancer
+      or a virtual address, which may lead to a server not restarted yet.'
+    - Must be an https URL such as https://10.0.0.1:6443; checked before anything
+      is done.
+    type: str
   state:
     description:
     - 'C(absent) takes the node back to bare: k3s''s own uninstall scripts (C(k3s-uninstall.sh)
@@ -254,14 +262,6 @@ options:
     choices:
     - present
     - absent
-  token_rotated_on:
-    description:
-    - 'With C(token_rotation=follow): the server the token was rotated on, as C(https://host:port).
-      Default C(k3s_config.server); name the server itself where that is a load balancer
-      or a virtual address, which may lead to a server not restarted yet.'
-    - Must be an https URL such as https://10.0.0.1:6443; checked before anything
-      is done.
-    type: str
   token_rotation:
     description:
     - On a server, C(k3s_config.token) is the cluster's new token, and a datastore
@@ -274,12 +274,12 @@ options:
       line): k3s re-encrypts its bootstrap data with the new token and writes it into
       C(server/token). Then the config is written and k3s restarted with it, and waited
       for. k3s must be running here. Done on one server, first.'
-    - 'C(follow): the token was rotated on another server, O(token_rotated_on): before
-      anything is written, that server must accept the new token (a request to its
-      supervisor, C(GET /v1-k3s/encrypt/status), which answers only the cluster''s
-      current token), else the task fails and nothing changes (k3s would refuse to
-      start: "bootstrap data already found and encrypted with different token"). Then
-      the config is written and k3s restarted with it, one server at a time.'
+    - 'C(follow): the token was rotated on another server, O(rotated_on): before anything
+      is written, that server must accept the new token (a request to its supervisor,
+      C(GET /v1-k3s/encrypt/status), which answers only the cluster''s current token),
+      else the task fails and nothing changes (k3s would refuse to start: "bootstrap
+      data already found and encrypted with different token"). Then the config is
+      written and k3s restarted with it, one server at a time.'
     - 'Agents have no datastore: the option is refused on an agent, whose config takes
       the new token as any other change (and restarts it). Check mode asks no server.'
     type: str
@@ -380,7 +380,7 @@ EXAMPLES = r"""
     role: server
     version: v1.36.2+k3s1
     token_rotation: follow
-    token_rotated_on: https://{{ groups['k3s_servers'][0] }}:6443
+    rotated_on: https://{{ groups['k3s_servers'][0] }}:6443
     k3s_config:
       role: server
       token: "{{ vault_k3s_new_token }}"
@@ -568,7 +568,7 @@ def main():
                 "type": "str",
                 "choices": ["rotate", "follow"],
             },
-            "token_rotated_on": {
+            "rotated_on": {
                 "type": "str",
             },
             "k3s_config": {
