@@ -341,8 +341,9 @@ func TestRealK3sEmbeddedEtcd(t *testing.T) {
 		require.NoError(t, r.err, r.output)
 		assert.Equal(t, map[string]int{"node1": 0, "node2": 0, "node3": 0}, r.changed(), "rotated already: %s", r.output)
 		// The old token refused by the k8s play too, before anything is written.
-		r = run("k8s.yml", map[string]any{"k8s_cluster_token": oldToken})
+		r = run("k8s.yml", map[string]any{"k8s_cluster_token": oldToken}, "-vvv")
 		require.Error(t, r.err, r.output)
+		assertNoSecret(t, r.output, append(secrets, oldToken)...)
 		assert.Contains(t, strings.Join(strings.Fields(r.output), " "), "k3s_config.token is another secret than the one this server's datastore was bootstrapped with")
 		base["k8s_cluster_token"] = newToken
 		r = run("k8s.yml", nil)
