@@ -18,6 +18,7 @@ import (
 
 	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible"
 	"github.com/gitops-k3s-flux/k3s_flux/internal/ansible/ansibletest"
+	"github.com/gitops-k3s-flux/k3s_flux/internal/k3sconfig"
 	"github.com/gitops-k3s-flux/k3s_flux/internal/k3snode"
 )
 
@@ -39,6 +40,10 @@ type fakeNode struct {
 	moveFrom string
 	ran      []string
 	env      []string // the cluster reset's
+	// config is k3s's config file; usedToken the token the cluster reset
+	// ran with, found as k3s finds it: a config value (K3S_CONFIG_FILE's, or
+	// config's, and their drop-ins) wins over K3S_TOKEN.
+	config, usedToken string
 }
 
 func (f *fakeNode) Run(_ context.Context, env []string, name string, args ...string) (string, error) {
@@ -53,6 +58,19 @@ func (f *fakeNode) Run(_ context.Context, env []string, name string, args ...str
 	f.ran = append(f.ran, cmd)
 	if strings.HasPrefix(cmd, "k3s server") {
 		f.env = env
+		config, token := f.config, ""
+		for _, e := range env {
+			if v, ok := strings.CutPrefix(e, "K3S_CONFIG_FILE="); ok {
+				config = v
+			}
+			if v, ok := strings.CutPrefix(e, "K3S_TOKEN="); ok {
+				token = v
+			}
+		}
+		if configured := k3sconfig.FileValue(config, "token"); configured != "" {
+			token = configured
+		}
+		f.usedToken = token
 	}
 	if strings.HasPrefix(cmd, "k3s server") && f.moveFrom != "" {
 		if err := os.Rename(filepath.Join(f.moveFrom, "etcd"), filepath.Join(f.moveFrom, "etcd-old-1764910001")); err != nil {
@@ -384,6 +402,55 @@ func TestResetToken(t *testing.T) {
 			assert.Equal(t, tc.env, node.env)
 		})
 	}
+}
+
+// TestResetTokenOverConfig: where k3s's config sets another token than the
+// one given (a rotation since the snapshot), the config's would win over
+// K3S_TOKEN; the reset runs with a private copy of the config and its
+// drop-ins whose last drop-in sets the token given, removed afterwards.
+func TestResetTokenOverConfig(t *testing.T) {
+	const old = "K10aaaa::server:the-old-cluster-password"
+	root := t.TempDir()
+	data := filepath.Join(root, "k3s")
+	snap := filepath.Join(data, "server", "db", "snapshots", "pre-node1-1")
+	require.NoError(t, os.MkdirAll(filepath.Dir(snap), 0o700))
+	require.NoError(t, os.WriteFile(snap, snapshotFor(old), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(data, "server", "token"), []byte(testToken+"\n"), 0o600))
+	config := filepath.Join(root, "config.yaml")
+	require.NoError(t, os.WriteFile(config, []byte("token: "+testToken+"\nnode-label: [a=b]\n"), 0o600))
+	require.NoError(t, os.MkdirAll(config+".d", 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(config+".d", "90-mine.yaml"), []byte("token: "+testToken+"\n"), 0o600))
+	tmp := t.TempDir()
+	node := fakeNode{active: true, config: config}
+	h := host{Sys: &node, BinDir: "/usr/local/bin", ConfigPath: config, Now: time.Now}
+	res, _, raw := ansibletest.Run(t, module, func(ctx context.Context, req *ansible.Request) (*ansible.Result, error) {
+		req.TmpDir = tmp
+		return run(ctx, req, h)
+	}, map[string]any{"step": "reset", "snapshot": "pre-node1-1", "data_dir": data, "token": old})
+	assert.Nil(t, res["failed"], res["msg"])
+	assert.NotContains(t, raw, "the-old-cluster-password")
+	assert.Equal(t, old, node.usedToken, "k3s ran with the token given")
+	require.Len(t, node.env, 2)
+	assert.Equal(t, "K3S_TOKEN="+old, node.env[0])
+	assert.True(t, strings.HasPrefix(node.env[1], "K3S_CONFIG_FILE="+tmp+"/k3s-config-"), node.env[1])
+	left, err := os.ReadDir(tmp)
+	require.NoError(t, err)
+	assert.Empty(t, left, "the copy is removed")
+	mine, err := os.ReadFile(filepath.Join(config+".d", "90-mine.yaml"))
+	require.NoError(t, err)
+	assert.Equal(t, "token: "+testToken+"\n", string(mine), "the config itself is left alone")
+
+	// The same token in the config: K3S_TOKEN alone, no copy.
+	require.NoError(t, os.WriteFile(filepath.Join(config+".d", "90-mine.yaml"), []byte("token: "+old+"\n"), 0o600))
+	node = fakeNode{active: true, config: config}
+	h.Sys = &node
+	res, _, _ = ansibletest.Run(t, module, func(ctx context.Context, req *ansible.Request) (*ansible.Result, error) {
+		req.TmpDir = tmp
+		return run(ctx, req, h)
+	}, map[string]any{"step": "reset", "snapshot": "pre-node1-1", "data_dir": data, "token": old})
+	assert.Nil(t, res["failed"], res["msg"])
+	assert.Equal(t, []string{"K3S_TOKEN=" + old}, node.env)
+	assert.Equal(t, old, node.usedToken)
 }
 
 // TestContainsAny: a key split across the reader's blocks is found.

@@ -164,15 +164,12 @@ func reset(ctx context.Context, req *ansible.Request, h host, a args, path strin
 	ctx, cancel := context.WithTimeout(ctx, time.Duration(a.Timeout)*time.Second)
 	defer cancel()
 	args := resetArgs(path)
-	// The token given goes in the environment (K3S_TOKEN, the flag's
-	// variable), not on the command line, which every user of the node
-	// can read in the process list.
-	var env []string
-	if a.Token != "" {
-		env = []string{"K3S_TOKEN=" + a.Token}
+	env, done, err := resetEnv(req.TmpDir, h.ConfigPath, a.Token)
+	if err != nil {
+		return err
 	}
+	defer done()
 	var out string
-	var err error
 	for attempt := 1; ; attempt++ {
 		out, err = h.Sys.Run(ctx, env, filepath.Join(h.BinDir, "k3s"), args...)
 		if err == nil || attempt == resetAttempts || !defragRace(out) {

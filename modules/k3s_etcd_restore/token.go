@@ -11,9 +11,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/gitops-k3s-flux/k3s_flux/internal/k3sconfig"
+	"github.com/gitops-k3s-flux/k3s_flux/internal/k3snode"
 )
 
 // k3s keeps the cluster's bootstrap data (its CAs, keys and passwords) in
@@ -147,4 +149,67 @@ func containsAny(r io.Reader, keys []string) (bool, error) {
 			return false, err
 		}
 	}
+}
+
+// resetEnv is the environment of k3s's cluster reset with token: K3S_TOKEN
+// (the flag's variable: never on a command line, which every user of the
+// node can read). Where k3s's config sets another token, a config value is
+// a flag and wins over K3S_TOKEN (pkg/configfilearg), so the config and its
+// drop-ins are copied into a private directory under tmp with one more
+// drop-in, last in k3s's order, that sets the token, and K3S_CONFIG_FILE
+// points k3s at the copy (pkg/configfilearg, findConfigFileFlag; dotDFiles
+// reads <file>.d). done removes the copy; the config itself is left alone.
+func resetEnv(tmp, configPath, token string) (env []string, done func(), err error) {
+	done = func() {}
+	if token == "" {
+		return nil, done, nil
+	}
+	env = []string{"K3S_TOKEN=" + token}
+	configured := k3sconfig.FileValue(configPath, "token")
+	if configured == "" || k3snode.ClusterSecret(configured) == k3snode.ClusterSecret(token) {
+		return env, done, nil
+	}
+	dir, err := os.MkdirTemp(tmp, "k3s-config-")
+	if err != nil {
+		return nil, done, fmt.Errorf("make a private copy of k3s's config for the reset's token: %w", err)
+	}
+	done = func() { os.RemoveAll(dir) }
+	dup := filepath.Join(dir, filepath.Base(configPath))
+	if err := copyFile(configPath, dup); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		done()
+		return nil, func() {}, fmt.Errorf("copy %s for the reset: %w", configPath, err)
+	}
+	if err := os.Mkdir(dup+".d", 0o700); err != nil {
+		done()
+		return nil, func() {}, fmt.Errorf("make a private copy of k3s's config for the reset's token: %w", err)
+	}
+	last := ""
+	entries, _ := os.ReadDir(configPath + ".d")
+	for _, e := range entries {
+		name := strings.ToLower(e.Name())
+		if e.IsDir() || !(strings.HasSuffix(name, ".yaml") || strings.HasSuffix(name, ".yml")) {
+			continue
+		}
+		if err := copyFile(filepath.Join(configPath+".d", e.Name()), filepath.Join(dup+".d", e.Name())); err != nil {
+			done()
+			return nil, func() {}, fmt.Errorf("copy %s for the reset: %w", filepath.Join(configPath+".d", e.Name()), err)
+		}
+		last = max(last, e.Name())
+	}
+	// Named after the last one, so that it sorts after every other (k3s reads them in name order).
+	override := filepath.Join(dup+".d", last+"zz-restore-token.yaml")
+	if err := os.WriteFile(override, []byte("token: "+strconv.Quote(token)+"\n"), 0o600); err != nil {
+		done()
+		return nil, func() {}, fmt.Errorf("write the reset's token into the private copy of k3s's config: %w", err)
+	}
+	return append(env, "K3S_CONFIG_FILE="+dup), done, nil
+}
+
+// copyFile copies a config file, readable by its owner alone (it may hold secrets).
+func copyFile(from, to string) error {
+	raw, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(to, raw, 0o600)
 }

@@ -95,11 +95,15 @@ options:
     - 'The token of the cluster the snapshot was taken on (with C(step=rejoin): see
       above). With C(step=reset): k3s restores a snapshot only with it (its bootstrap
       data is encrypted with it), and a cluster rebuilt from scratch has a new one.
-      Given to the cluster reset as C(K3S_TOKEN) (never on its command line). Default:
-      the C(token) of k3s''s config, else the server''s own C(<data_dir>/server/token).
-      Before anything stops, the snapshot must hold bootstrap data for the token the
-      reset would use, else the module refuses, saying so: k3s itself finds out only
-      after it set the etcd data aside.'
+      Given to the cluster reset as C(K3S_TOKEN) (never on its command line); where
+      k3s''s config sets another C(token) (the cluster token was rotated since the
+      snapshot), which would win over C(K3S_TOKEN), the reset reads a private copy
+      of the config and its drop-ins, 0600 in the task''s temporary directory and
+      removed after it, whose last drop-in sets the token given (C(K3S_CONFIG_FILE));
+      the config itself is left alone. Default: the C(token) of k3s''s config, else
+      the server''s own C(<data_dir>/server/token). Before anything stops, the snapshot
+      must hold bootstrap data for the token the reset would use, else the module
+      refuses, saying so: k3s itself finds out only after it set the etcd data aside.'
     type: str
 attributes:
   check_mode:
