@@ -155,18 +155,10 @@ func run(ctx context.Context, req *ansible.Request, sys k3snode.System, where k3
 	}
 	where.DataDir, where.Kubeconfig = a.DataDir, a.KubeconfigPath
 	if a.State == "absent" {
-		for _, r := range renderers {
-			if req.Params[r.option] != nil {
-				return nil, fmt.Errorf("%s: only with state present (state absent removes k3s's files)", r.option)
-			}
-		}
-		return uninstall(ctx, req, sys, where)
+		return absent(ctx, req, sys, where)
 	}
-	if err := checkAirgapArgs(a); err != nil {
+	if err := checkPresentArgs(a); err != nil {
 		return nil, err
-	}
-	if a.RotateWithinDays < 0 {
-		return nil, fmt.Errorf("rotate_within_days is %d: expected 0 (rotate whatever the expiry) or a number of days", a.RotateWithinDays)
 	}
 	token, err := readTokens(req, a, where)
 	if err != nil {
@@ -178,15 +170,9 @@ func run(ctx context.Context, req *ansible.Request, sys k3snode.System, where k3
 		return nil, err
 	}
 	n := node{sys: sys, where: where}
-	s, err := n.read(ctx, a.Role)
+	s, err := n.read(ctx, a)
 	if err != nil {
 		return nil, err
-	}
-	if a.RotateCerts {
-		if s.Certs, err = k3snode.Certificates(where); err != nil {
-			return nil, err
-		}
-		s.Now = time.Now()
 	}
 	// Everything is decided before anything is written: the renderers run
 	// in check mode first (a config they would change restarts k3s), then
@@ -237,6 +223,27 @@ func run(ctx context.Context, req *ansible.Request, sys k3snode.System, where k3
 		err = dropRestoreMark(req, where, abandoned)
 	}
 	return res, err
+}
+
+// absent takes the node back to bare; the renderers' options have no place there.
+func absent(ctx context.Context, req *ansible.Request, sys k3snode.System, where k3snode.Paths) (*ansible.Result, error) {
+	for _, r := range renderers {
+		if req.Params[r.option] != nil {
+			return nil, fmt.Errorf("%s: only with state present (state absent removes k3s's files)", r.option)
+		}
+	}
+	return uninstall(ctx, req, sys, where)
+}
+
+// checkPresentArgs refuses arguments of state present that cannot work together.
+func checkPresentArgs(a args) error {
+	if err := checkAirgapArgs(a); err != nil {
+		return err
+	}
+	if a.RotateWithinDays < 0 {
+		return fmt.Errorf("rotate_within_days is %d: expected 0 (rotate whatever the expiry) or a number of days", a.RotateWithinDays)
+	}
+	return nil
 }
 
 // stepsFailed is the task's failure when a renderer failed: the renderers'
@@ -475,13 +482,20 @@ type node struct {
 	env *envChange
 }
 
-// read finds the installed version and the state of both units.
-func (n node) read(ctx context.Context, role string) (s state, err error) {
+// read finds the installed version, the state of both units and, for
+// rotate_certificates, k3s's certificates.
+func (n node) read(ctx context.Context, a args) (s state, err error) {
 	s.Version = k3snode.Version(ctx, n.sys, n.where)
-	if s.Unit, err = k3snode.Unit(ctx, n.sys, k3snode.Units[role]); err != nil {
+	if s.Unit, err = k3snode.Unit(ctx, n.sys, k3snode.Units[a.Role]); err != nil {
 		return s, err
 	}
-	s.Other, err = k3snode.Unit(ctx, n.sys, k3snode.Units[otherRole(role)])
+	if s.Other, err = k3snode.Unit(ctx, n.sys, k3snode.Units[otherRole(a.Role)]); err != nil {
+		return s, err
+	}
+	if a.RotateCerts {
+		s.Certs, err = k3snode.Certificates(n.where)
+		s.Now = time.Now()
+	}
 	return s, err
 }
 
