@@ -186,7 +186,7 @@ func TestStrictK3sJoin(t *testing.T) {
 		require.Error(t, r.err, r.output)
 		flat := strings.Join(strings.Fields(r.output), " ")
 		assert.Contains(t, flat, "k3s_config.token is another secret than the one this server's datastore was bootstrapped with (/var/lib/rancher/k3s/server/token)")
-		assert.Contains(t, flat, "k3s token rotate --new-token <new>")
+		assert.Contains(t, flat, "rotate it (playbooks/rotate_token.yml with the new one in k8s_cluster_new_token")
 		assert.NotContains(t, r.output, "another-cluster-secret-61f0")
 		after, err := server.Exec("sha256sum /etc/rancher/k3s/config.yaml")
 		require.NoError(t, err)
