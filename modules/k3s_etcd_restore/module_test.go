@@ -338,7 +338,7 @@ const testToken = "K1093af2c61a0d5e6c3b4d2a5e0f1c9b8a7d6e5f4c3b2a1908f7e6d5c4b3a
 // key, as written in etcd's database).
 func snapshotFor(token string) []byte {
 	db := etcdsnapshottest.BoltDB(4096, 5, nil)
-	copy(db[4*4096+100:], bootstrapKey(tokenPassword(token)))
+	copy(db[4*4096+100:], bootstrapKey(k3snode.ClusterSecret(token)))
 	return etcdsnapshottest.Snapshot(db)
 }
 

@@ -119,7 +119,7 @@ func otherClusterIdentity(dataDir, token string) []string {
 	}
 	server := filepath.Join(dataDir, "server")
 	raw, err := os.ReadFile(filepath.Join(server, "token"))
-	if err != nil || tokenPassword(strings.TrimSpace(string(raw))) == tokenPassword(token) {
+	if err != nil || k3snode.ClusterSecret(strings.TrimSpace(string(raw))) == k3snode.ClusterSecret(token) {
 		return nil
 	}
 	var found []string
@@ -146,7 +146,7 @@ func checkBeforeReset(req *ansible.Request, h host, a args) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	for _, secret := range []string{token, tokenPassword(token)} {
+	for _, secret := range []string{token, k3snode.ClusterSecret(token)} {
 		if secret != "" {
 			req.AddSecret(secret)
 		}

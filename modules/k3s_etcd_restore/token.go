@@ -35,24 +35,11 @@ func bootstrapKey(secret string) string {
 	return "/bootstrap/" + hex.EncodeToString(sum[:])[:12]
 }
 
-// tokenPassword is the password of a token, as k3s's NormalizeToken
-// reads it: K10<ca hash>::<user>:<password>, else the whole token.
-func tokenPassword(token string) string {
-	if rest, ok := strings.CutPrefix(token, "K10"); ok {
-		if _, creds, ok := strings.Cut(rest, "::"); ok {
-			if _, password, ok := strings.Cut(creds, ":"); ok {
-				return password
-			}
-		}
-	}
-	return token
-}
-
 // bootstrapKeys are the keys under which a cluster reset with token finds
 // its bootstrap data: the password's, and the legacy ones k3s migrates
 // (the whole token's, and the empty token's: storage.go migrateTokens).
 func bootstrapKeys(token string) []string {
-	return []string{bootstrapKey(tokenPassword(token)), bootstrapKey(token), bootstrapKey("")}
+	return []string{bootstrapKey(k3snode.ClusterSecret(token)), bootstrapKey(token), bootstrapKey("")}
 }
 
 // resetToken is the token k3s's cluster reset runs with: the option, else
