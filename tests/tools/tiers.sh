@@ -3,7 +3,7 @@
 # what else is wrong), its output shown as it comes, then one summary: tier, result, tests passed
 # and failed, seconds. Exits non-zero when any tier failed. The two end-to-end passes run side by
 # side (tests/tools/sidebyside.sh: each line after its pass's name; the second pass in test-bed slot
-# 1, tests/bed/testhosts/slot.go), once the test bed tier has made what both need; so do the
+# 1, tests/bed/testhosts/slot.go; each pass's longest test in a process of its own), once the test bed tier has made what both need; so do the
 # integration tier and molecule (slot 2, tests/tools/molecule.sh), both mostly waiting on Flux.
 #
 # Counted: go test's `--- PASS` and `--- FAIL` lines (tests and subtests: the go tiers run with -v),
@@ -26,10 +26,12 @@ tiers=(
   "e2e ansible-core $(dpkg-query -W -f '${Version}' ansible-core 2>/dev/null | cut -d- -f1)|e2e-pass-debian;;e2e ansible-core $(sed -n 's/^ansible-core==//p' hack/requirements-dev.txt)|e2e-pass-pypi"
 )
 
-# count prints "passed failed" for a tier's log and exit code.
+# count prints "passed failed" for a tier's log and exit code. A line may start with the label of
+# one of the tier's own processes (tests/tools/e2e-pass.sh runs its pass in two).
 count() {
   local log="$1" rc="$2"
   awk -v rc="$rc" '
+    { sub(/^\[[^]]*\] /, "") }
     /^[[:space:]]*--- PASS: / { passed++ }
     /^[[:space:]]*--- FAIL: / { failed++ }
     /^Ran [0-9]+ tests? in / { ran += $2; py = 1 }
@@ -89,7 +91,7 @@ if [ "${#failures[@]}" -gt 0 ]; then
   echo "make test: what failed (every tier's whole log is kept in $logs)"
   for f in "${failures[@]}"; do
     echo "--- ${f%%|*}"
-    grep -E '^[[:space:]]*--- FAIL: |^[[:space:]]+(Error|Messages):|fatal: \[|^FAIL[[:space:]]|\*\*\* ' "${f#*|}" | cut -c1-400 | head -60
+    sed 's/^\[[^]]*\] //' "${f#*|}" | grep -E '^[[:space:]]*--- FAIL: |^[[:space:]]+(Error|Messages):|fatal: \[|^FAIL[[:space:]]|\*\*\* ' | cut -c1-400 | head -60
   done
 fi
 

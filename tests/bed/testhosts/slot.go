@@ -7,16 +7,22 @@ import (
 	"strings"
 )
 
-// SlotEnv gives a test process its slot, so that two of them can run their
-// test beds at once (make test-e2e runs the two ansible-core passes side by
-// side): slot N > 0 appends N to every bed's name (its namespaces,
-// interfaces) and moves its subnet's third octet up by 100×N; the bed's
-// loopback ports come from the slot's own share of the range (bed.freePort).
-// Unset or 0: the names and subnets the tests give.
+// SlotEnv gives a test process its slot, so that several of them can run
+// their test beds at once: make test-e2e runs the two ansible-core passes
+// side by side (slots 0 and 1), each with its longest test in a process of
+// its own (slots 3 and 4), and make test runs molecule (slot 2) beside the
+// integration tier. Slot N > 0 appends N to every bed's name (its
+// namespaces, interfaces) and moves its subnet's third octet up by
+// SlotStep×N; the bed's loopback ports come from the slot's own share of the
+// range (bed.freePort). Unset or 0: the names and subnets the tests give.
 const SlotEnv = "K3SF_BED_SLOT"
 
 // Slots is how many test processes can run beds at once.
-const Slots = 3
+const Slots = 5
+
+// SlotStep is how far each slot moves a subnet's third octet: the tests'
+// own subnets keep theirs under SlotStep, so that no two slots share one.
+const SlotStep = 50
 
 // Slot is this process's slot, from SlotEnv (0 when unset).
 func Slot() (int, error) {
@@ -43,16 +49,18 @@ func SlottedName(name string) (string, error) {
 }
 
 // slotted is a bed's name and subnet in slot n.
+// A subnet whose third octet is SlotStep or more is refused in every slot: it
+// would be another slot's.
 func slotted(name, subnet string, n int) (string, string, error) {
+	prefix, third, ok := cutLast(subnet, ".")
+	octet, err := strconv.Atoi(third)
+	if !ok || err != nil || octet >= SlotStep {
+		return "", "", fmt.Errorf("test bed subnet %q cannot move up by %d in slot %d (%s): expected three octets, the third under %d", subnet, SlotStep*n, n, SlotEnv, SlotStep)
+	}
 	if n == 0 {
 		return name, subnet, nil
 	}
-	prefix, third, ok := cutLast(subnet, ".")
-	octet, err := strconv.Atoi(third)
-	if !ok || err != nil || octet+100*n > 255 {
-		return "", "", fmt.Errorf("test bed subnet %q cannot move up by %d in slot %d (%s): expected three octets, the third at most %d", subnet, 100*n, n, SlotEnv, 255-100*n)
-	}
-	return name + strconv.Itoa(n), prefix + "." + strconv.Itoa(octet+100*n), nil
+	return name + strconv.Itoa(n), prefix + "." + strconv.Itoa(octet+SlotStep*n), nil
 }
 
 func cutLast(s, sep string) (before, after string, found bool) {

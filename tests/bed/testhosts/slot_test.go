@@ -16,9 +16,11 @@ func TestSlotted(t *testing.T) {
 		wantErr      string
 	}{
 		{name: "k3sfa", subnet: "10.213.8", slot: 0, wantName: "k3sfa", wantSubnet: "10.213.8"},
-		{name: "k3sfa", subnet: "10.213.8", slot: 1, wantName: "k3sfa1", wantSubnet: "10.213.108"},
-		{name: "k3sr3", subnet: "10.213.31", slot: 2, wantName: "k3sr32", wantSubnet: "10.213.231"},
-		{name: "k3sfa", subnet: "10.213.160", slot: 1, wantErr: "the third at most 155"},
+		{name: "k3sfa", subnet: "10.213.8", slot: 1, wantName: "k3sfa1", wantSubnet: "10.213.58"},
+		{name: "k3sr3", subnet: "10.213.31", slot: 2, wantName: "k3sr32", wantSubnet: "10.213.131"},
+		{name: "k3sr3", subnet: "10.213.31", slot: 4, wantName: "k3sr34", wantSubnet: "10.213.231"},
+		{name: "k3sfa", subnet: "10.213.50", slot: 0, wantErr: "the third under 50"},
+		{name: "k3sfa", subnet: "10.213.160", slot: 1, wantErr: "the third under 50"},
 		{name: "k3sfa", subnet: "10213", slot: 1, wantErr: "expected three octets"},
 	}
 	for _, tt := range tests {
@@ -43,10 +45,10 @@ func TestSlot(t *testing.T) {
 		require.NoError(t, err, raw)
 		assert.Equal(t, want, got, raw)
 	}
-	for _, raw := range []string{"3", "-1", "one"} {
+	for _, raw := range []string{"5", "-1", "one"} {
 		t.Setenv(SlotEnv, raw)
 		_, err := Slot()
-		assert.ErrorContains(t, err, "expected a number from 0 to 2", raw)
+		assert.ErrorContains(t, err, "expected a number from 0 to 4", raw)
 	}
 }
 
@@ -59,5 +61,5 @@ func TestSlottedName(t *testing.T) {
 	}
 	t.Setenv(SlotEnv, "9")
 	_, err := SlottedName("k3sfu")
-	assert.ErrorContains(t, err, "expected a number from 0 to 2")
+	assert.ErrorContains(t, err, "expected a number from 0 to 4")
 }
