@@ -108,21 +108,19 @@ test-e2e-pypi: $(E2E_PREREQUISITES) ## The end-to-end tests with ansible-core 2.
 e2e-tools:
 	@hack/just.sh >/dev/null && hack/venv.sh >/dev/null
 
-# The passes themselves, without their prerequisites (tests/tools/e2e-pass.sh: the longest test
-# in a process of its own, from the start). The second takes test-bed slot 1
+# The passes themselves, without their prerequisites. The second takes test-bed slot 1
 # (tests/bed/testhosts/slot.go): other names, subnets and ports, so it can run beside the first.
 # E2E_TIMEOUT is go test's guard against a hung test, not a bound on a pass: above the longest
 # pass measured, under make soak LOADED=1 (the 2.14 pass past 2400 s, beside the other pass and
 # the integration tier on the one core the load leaves; about 1400 s unloaded).
 E2E_TIMEOUT ?= 60m
-export E2E_TIMEOUT
 e2e-pass-debian:
 	just="$$(hack/just.sh)" && PATH="$$just:$$PATH" E2E_ANSIBLE_CORE="$(DEBIAN_ANSIBLE_CORE)" E2E_PIPELINING=false \
-		tests/tools/e2e-pass.sh 0 $(GOTESTFLAGS)
+		go test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -v $(GOTESTFLAGS) ./tests/e2e/...
 
 e2e-pass-pypi:
-	venv="$$(hack/venv.sh)" && just="$$(hack/just.sh)" && PATH="$$venv/bin:$$just:$$PATH" E2E_ANSIBLE_CORE="$(PYPI_ANSIBLE_CORE)" E2E_PIPELINING=true \
-		tests/tools/e2e-pass.sh 1 $(GOTESTFLAGS)
+	venv="$$(hack/venv.sh)" && just="$$(hack/just.sh)" && PATH="$$venv/bin:$$just:$$PATH" E2E_ANSIBLE_CORE="$(PYPI_ANSIBLE_CORE)" E2E_PIPELINING=true K3SF_BED_SLOT=1 \
+		go test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -v $(GOTESTFLAGS) ./tests/e2e/...
 
 N ?= 3
 

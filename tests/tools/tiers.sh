@@ -3,7 +3,7 @@
 # what else is wrong), its output shown as it comes, then one summary: tier, result, tests passed
 # and failed, seconds. Exits non-zero when any tier failed. The two end-to-end passes run side by
 # side (tests/tools/sidebyside.sh: each line after its pass's name; the second pass in test-bed slot
-# 1, tests/bed/testhosts/slot.go; each pass's longest test in a process of its own), once the test bed tier has made what both need; so do the
+# 1, tests/bed/testhosts/slot.go), once the test bed tier has made what both need; so do the
 # integration tier and molecule (slot 2, tests/tools/molecule.sh), both mostly waiting on Flux.
 #
 # Counted: go test's `--- PASS` and `--- FAIL` lines (tests and subtests: the go tiers run with -v),
@@ -27,7 +27,7 @@ tiers=(
 )
 
 # count prints "passed failed" for a tier's log and exit code. A line may start with the label of
-# one of the tier's own processes (tests/tools/e2e-pass.sh runs its pass in two).
+# one of the tier's own processes (a make target that runs several side by side).
 count() {
   local log="$1" rc="$2"
   awk -v rc="$rc" '
