@@ -26,12 +26,10 @@ tiers=(
   "e2e ansible-core $(dpkg-query -W -f '${Version}' ansible-core 2>/dev/null | cut -d- -f1)|e2e-pass-debian;;e2e ansible-core $(sed -n 's/^ansible-core==//p' hack/requirements-dev.txt)|e2e-pass-pypi"
 )
 
-# count prints "passed failed" for a tier's log and exit code. A line may start with the label of
-# one of the tier's own processes (a make target that runs several side by side).
+# count prints "passed failed" for a tier's log and exit code.
 count() {
   local log="$1" rc="$2"
   awk -v rc="$rc" '
-    { sub(/^\[[^]]*\] /, "") }
     /^[[:space:]]*--- PASS: / { passed++ }
     /^[[:space:]]*--- FAIL: / { failed++ }
     /^Ran [0-9]+ tests? in / { ran += $2; py = 1 }
@@ -91,7 +89,7 @@ if [ "${#failures[@]}" -gt 0 ]; then
   echo "make test: what failed (every tier's whole log is kept in $logs)"
   for f in "${failures[@]}"; do
     echo "--- ${f%%|*}"
-    sed 's/^\[[^]]*\] //' "${f#*|}" | grep -E '^[[:space:]]*--- FAIL: |^[[:space:]]+(Error|Messages):|fatal: \[|^FAIL[[:space:]]|\*\*\* ' | cut -c1-400 | head -60
+    grep -E '^[[:space:]]*--- FAIL: |^[[:space:]]+(Error|Messages):|fatal: \[|^FAIL[[:space:]]|\*\*\* ' "${f#*|}" | cut -c1-400 | head -60
   done
 fi
 
