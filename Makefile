@@ -32,7 +32,7 @@ APT_PACKAGES := ansible-core openssh-server openssh-client iproute2 util-linux g
 BENCH_APT_PACKAGES := ansible python3-kubernetes time
 ROUNDS ?= 5
 
-.PHONY: help build docs fuzz lint soak test test-sanity test-unit test-integration test-e2e test-e2e-debian test-e2e-pypi e2e-tools e2e-pass-debian e2e-pass-pypi test-molecule testbed-bin testbed-rootfs collection release deps bench demo demo-collection demo-down clean
+.PHONY: help build docs fuzz lint soak stress-readiness test test-sanity test-unit test-integration test-e2e test-e2e-debian test-e2e-pypi e2e-tools e2e-pass-debian e2e-pass-pypi test-molecule testbed-bin testbed-rootfs collection release deps bench demo demo-collection demo-down clean
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9-]+:.*## / {printf "  %-17s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -126,6 +126,9 @@ N ?= 3
 
 soak: deps testbed-bin testbed-rootfs build ## Run the integration and e2e tiers N times (N=3) and list each test's passes, failures and durations (not part of make test); LOADED=1 under a CPU hog on one core and an fsync writer
 	LOADED="$(LOADED)" tests/tools/soak.sh $(N)
+
+stress-readiness: testbed-bin ## Start the stand-in k3s agent's unit CYCLES times (100) and fail at the first start its systemctl stand-in does not mark active (not part of make test; run it beside a load)
+	CYCLES="$(CYCLES)" go test -tags stress -count=1 -timeout 0 -v -run '^TestUnitReadinessUnderRestarts$$' ./tests/bed/
 
 test-molecule: testbed-bin build ## molecule test of the default scenario against the test bed (molecule from hack/requirements-dev.txt)
 	tests/tools/molecule.sh

@@ -33,7 +33,7 @@ if [ -n "$unformatted" ]; then
   echo "$unformatted" >&2
   exit 1
 fi
-for tags in "" integration e2e; do
+for tags in "" integration,stress e2e; do  # stress: make stress-readiness's test, vetted with the integration tests
   echo "lint: go vet ${tags:+-tags $tags}"
   go vet ${tags:+-tags "$tags"} ./...
   echo "lint: staticcheck ${tags:+-tags $tags}"

@@ -40,8 +40,8 @@ use() {
   state="$STATE/$unit.state"        # ActiveState SubState
   restarts="$STATE/$unit.restarts"  # NRestarts
   log="$STATE/$unit.log"
-  ready="$STATE/$unit.ready"        # READY=1 arrived
   notify="$STATE/$unit.notify"      # the unit's NOTIFY_SOCKET
+  trail="$STATE/$unit.trail.log"    # the test bed's own record of the supervisor's steps
   unitfile="$UNITDIR/$unit.service"
   wants="$UNITDIR/multi-user.target.wants/$unit.service"
 }
@@ -50,18 +50,24 @@ use() {
 # supervisor asks ten times a second for every unit, and cat and grep there made most of the
 # machine's processes (a few hundred a second in an e2e pass: CPU, and PIDs wrapping in minutes).
 alive() {
+  _pid=""; _stat=""
   [ -f "$1" ] || return 1
-  _pid=""; read -r _pid <"$1" 2>/dev/null
+  read -r _pid <"$1" 2>/dev/null
   [ -n "$_pid" ] && kill -0 "$_pid" 2>/dev/null || return 1
   # /proc/<pid>/stat: "<pid> (<comm>) <state> ...".
-  _stat=""; read -r _stat <"/proc/$_pid/stat" 2>/dev/null || [ -n "$_stat" ] || return 1
+  read -r _stat <"/proc/$_pid/stat" 2>/dev/null || [ -n "$_stat" ] || return 1
   _stat="${_stat##*) }"
   [ "${_stat%% *}" != Z ]
 }
+# setstate replaces the unit's state whole (unitrun listen does too): a reader never sees it empty.
+setstate() { echo "$1" >"$state.$$" && mv -f "$state.$$" "$state"; }
 current() { if alive "$super" && [ -f "$state" ]; then _s=""; read -r _s <"$state"; echo "$_s"; else echo "inactive dead"; fi; }
 
 # journal appends systemd's own line about the unit to its journal.
 journal() { echo "$(date +%s) $*" >>"$log"; }
+# trail records the supervisor's own steps, which systemd keeps to itself: a failed test's kept
+# logs then say which step a unit that never became active stopped at.
+trail() { echo "$(date +%s.%N) $*" >>"$trail"; }
 
 # supervise runs as the unit's main loop until stopped (SIGTERM). What k3s
 # writes goes to the journal a line at a time, each with the second it was
@@ -72,9 +78,9 @@ supervise() {
   stopping=false; killed=false
   echo 0 >"$restarts"
   while :; do
-    echo "activating start" >"$state"
+    setstate "activating start"
     journal "Starting $unit.service - Lightweight Kubernetes..."
-    rm -f "$main" "$ready"
+    rm -f "$main"
     # A host running the real k3s server: the test bed's drop-in
     # (tests/bed/realk3s.go), back after an uninstall removed it.
     if [ "$unit" = k3s ] && [ -f "$MACHINE/k3s-testbed.yaml" ]; then
@@ -83,27 +89,24 @@ supervise() {
     fi
     # systemd binds the notify socket before the unit starts: k3s's READY=1 is never lost. The
     # last listener's socket file outlives it, so it goes first, and k3s starts only once the
-    # new listener has bound its own.
+    # new listener has bound its own. The listener marks the unit active when READY=1 comes.
     rm -f "$notify"
-    "$UNITRUN" listen "$notify" "$ready" </dev/null >/dev/null 2>&1 &
+    "$UNITRUN" listen "$notify" "$state" "$log" "$unit" </dev/null >>"$trail" 2>&1 &
     listener=$!
     while [ ! -S "$notify" ] && kill -0 "$listener" 2>/dev/null; do sleep 0.01; done
+    if [ -S "$notify" ]; then trail "listener $listener bound $notify"; else trail "listener $listener exited before binding $notify"; fi
     rm -f "$STATE/$unit.status"
     { (NOTIFY_SOCKET="$notify" exec "$UNITRUN" exec "$unitfile") 2>&1 </dev/null & echo $! >"$main"; wait $!; echo $? >"$STATE/$unit.status"; } |
       awk -W interactive '{ print systime() " " $0; fflush() }' >>"$log" &
     pipeline=$!
     while [ ! -s "$main" ]; do sleep 0.05; done
-    up=false
-    while alive "$main"; do
-      # A stop that came before k3s's pid was written: systemd stops it all the same.
-      if [ "$stopping" = true ] && [ "$killed" = false ]; then kill "$_pid"; killed=true; fi
-      if [ "$up" = false ] && [ -f "$ready" ]; then
-        echo "active running" >"$state"; up=true
-        journal "Started $unit.service - Lightweight Kubernetes."
-      fi
-      sleep 0.1
-    done
-    wait "$pipeline" 2>/dev/null
+    trail "main $(cat "$main") started"
+    # A stop that came before k3s's pid was written: systemd stops it all the same.
+    if [ "$stopping" = true ] && [ "$killed" = false ] && alive "$main"; then kill "$_pid"; killed=true; fi
+    # Until k3s exits and its output ends; a stop's SIGTERM interrupts wait (status > 128) and
+    # the trap kills k3s, so wait again. Nothing polls meanwhile.
+    while :; do wait "$pipeline"; [ $? -gt 128 ] || break; done
+    trail "main exited (status $(cat "$STATE/$unit.status" 2>/dev/null || echo unknown))"
     kill "$listener" 2>/dev/null; wait "$listener" 2>/dev/null
     if [ "$stopping" = true ]; then break; fi
     # Restart=always, RestartSec=5s.
@@ -116,7 +119,7 @@ supervise() {
     else
       journal "$unit.service: Main process exited, code=exited, status=$status/FAILURE"
     fi
-    echo "activating auto-restart" >"$state"
+    setstate "activating auto-restart"
     echo $(($(cat "$restarts") + 1)) >"$restarts"
     sleep 5 &
     wait $! 2>/dev/null
@@ -124,7 +127,7 @@ supervise() {
     journal "$unit.service: Scheduled restart job, restart counter is at $(cat "$restarts")."
   done
   journal "Stopped $unit.service - Lightweight Kubernetes."
-  echo "inactive dead" >"$state"
+  setstate "inactive dead"
   rm -f "$main"
 }
 
@@ -140,13 +143,13 @@ stop() {
     kill "$(cat "$main")"
   fi
   rm -f "$super" "$main"
-  echo "inactive dead" >"$state"
+  setstate "inactive dead"
 }
 
 start() {
   [ -f "$unitfile" ] || { echo "Failed to start $unit.service: Unit $unit.service not found." >&2; exit 5; }
   if ! alive "$super"; then
-    echo "activating start" >"$state"
+    setstate "activating start"
     setsid sh "$SELF" __supervise "$unit" </dev/null >/dev/null 2>&1 &
     echo $! >"$super"
   fi
@@ -193,7 +196,7 @@ boot() {
   for u in $UNITS; do
     use "$u"
     rm -f "$super" "$main"
-    [ -f "$state" ] && echo "inactive dead" >"$state"
+    [ -f "$state" ] && setstate "inactive dead"
     if [ -e "$wants" ] && [ -f "$unitfile" ]; then
       start
     fi

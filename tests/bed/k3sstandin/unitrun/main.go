@@ -3,8 +3,10 @@
 // file k3s's install.sh wrote, as systemd's service manager does, and
 // receives the service's readiness over NOTIFY_SOCKET (Type=notify).
 //
-//	unitrun listen <socket> <ready-file>  bind a datagram socket and create
-//	                                      ready-file when READY=1 arrives
+//	unitrun listen <socket> <state-file> <journal> <unit>
+//	                                      bind a datagram socket; at READY=1
+//	                                      mark the unit active and journal
+//	                                      systemd's "Started" line
 //	unitrun exec <unit-file>              run the unit's ExecStartPre lines,
 //	                                      then become its ExecStart
 //
@@ -30,20 +32,22 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 func main() {
 	var err error
 	switch {
-	case len(os.Args) == 4 && os.Args[1] == "listen":
-		err = listen(os.Args[2], os.Args[3])
+	case len(os.Args) == 6 && os.Args[1] == "listen":
+		err = listen(os.Args[2], os.Args[3], os.Args[4], os.Args[5])
 	case len(os.Args) == 3 && os.Args[1] == "exec":
 		err = run(os.Args[2])
 	default:
-		err = errors.New("usage: unitrun listen <socket> <ready-file> | unitrun exec <unit-file>")
+		err = errors.New("usage: unitrun listen <socket> <state-file> <journal> <unit> | unitrun exec <unit-file>")
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "unitrun:", err)
@@ -52,8 +56,13 @@ func main() {
 }
 
 // listen receives sd_notify's datagrams (go-systemd's daemon.SdNotify
-// dials "unixgram") until it is killed; READY=1 creates ready.
-func listen(socket, ready string) error {
+// dials "unixgram") until it is killed. The first READY=1 makes the unit
+// active at once, as systemd's manager does when it reads the datagram
+// (src/core/service.c, service_notify_message): the state file replaced
+// whole, so a reader never sees it half-written, then systemd's line in the
+// unit's journal. The supervisor (systemctl.sh) only waits for k3s to exit,
+// and stops this process before it records anything after that.
+func listen(socket, state, journal, unit string) error {
 	_ = os.Remove(socket)
 	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: socket, Net: "unixgram"})
 	if err != nil {
@@ -61,19 +70,40 @@ func listen(socket, ready string) error {
 	}
 	defer conn.Close()
 	buf := make([]byte, 4096)
-	for {
+	for ready := false; ; {
 		n, _, err := conn.ReadFromUnix(buf)
 		if err != nil {
 			return err
 		}
-		for _, line := range strings.Split(string(buf[:n]), "\n") {
-			if line == "READY=1" {
-				if err := os.WriteFile(ready, nil, 0o644); err != nil {
-					return err
-				}
-			}
+		if ready || !slices.Contains(strings.Split(string(buf[:n]), "\n"), "READY=1") {
+			continue
 		}
+		ready = true
+		if err := markActive(state, journal, unit, time.Now()); err != nil {
+			return err
+		}
+		// For the supervisor's trail (systemctl.sh).
+		fmt.Println("unitrun: READY=1 received: active")
 	}
+}
+
+func markActive(state, journal, unit string, now time.Time) error {
+	tmp := state + "." + strconv.Itoa(os.Getpid())
+	if err := os.WriteFile(tmp, []byte("active running\n"), 0o644); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, state); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(journal, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(f, "%d Started %s.service - Lightweight Kubernetes.\n", now.Unix(), unit)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // unit is what unitrun reads of a unit file's [Service] section.
