@@ -91,7 +91,7 @@ func (n node) planEncryption(ctx context.Context, req *ansible.Request, a args, 
 			return w, err
 		}
 	}
-	w.Keys, err = keysWork(w.Keys, w.status, w.lead)
+	w.Keys, err = keysWork(w.Keys, w.status, w.lead, req.CheckMode)
 	return w, err
 }
 
@@ -227,8 +227,10 @@ func (n node) encryptionBefore(ctx context.Context, a args, w encryptionWork) er
 // the lead whatever its keys (refused where k3s would refuse), "ensure"
 // only where no key was ever made (the identity provider alone), "follow"
 // where this server's active key is not the lead's (a restart takes it).
-// It returns "rotate" or "restart", or "" for nothing.
-func keysWork(keys string, local, lead k3snode.EncryptionStatus) (string, error) {
+// It returns "rotate" or "restart", or "" for nothing. In check mode a
+// server without an encryption config would rotate: the task before it in
+// the same run (secrets_encryption=enable) would have enabled it.
+func keysWork(keys string, local, lead k3snode.EncryptionStatus, checkMode bool) (string, error) {
 	step, err := k3snode.NextEncryptionStep(local)
 	if err != nil {
 		return "", err
@@ -237,6 +239,9 @@ func keysWork(keys string, local, lead k3snode.EncryptionStatus) (string, error)
 	case "rotate", "ensure":
 		switch step {
 		case k3snode.EncryptionStepEnable:
+			if checkMode {
+				return "rotate", nil
+			}
 			return "", errors.New("encryption_keys is " + keys + ": this server has no encryption config yet: enable secrets encryption first (secrets_encryption=enable, then every server restarted with secrets-encryption); nothing was changed")
 		case k3snode.EncryptionStepRestart:
 			if keys == "ensure" {

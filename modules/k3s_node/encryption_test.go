@@ -157,9 +157,11 @@ func TestKeysWork(t *testing.T) {
 		name        string
 		keys        string
 		local, lead k3snode.EncryptionStatus
+		checkMode   bool
 		want        string
 		err         string
 	}{
+		{name: "ensure in check mode, enabled earlier in the run", keys: "ensure", local: k3snode.EncryptionStatus{}, checkMode: true, want: "rotate"},
 		{name: "ensure: the first key", keys: "ensure", local: identity, want: "rotate"},
 		{name: "ensure: a key there", keys: "ensure", local: rotated},
 		{name: "rotate: again", keys: "rotate", local: rotated, want: "rotate"},
@@ -171,7 +173,7 @@ func TestKeysWork(t *testing.T) {
 		{name: "follow: the lead has none", keys: "follow", local: identity, lead: identity},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := keysWork(tc.keys, tc.local, tc.lead)
+			got, err := keysWork(tc.keys, tc.local, tc.lead, tc.checkMode)
 			if tc.err != "" {
 				require.Error(t, err)
 				assert.Contains(t, err.Error(), tc.err)

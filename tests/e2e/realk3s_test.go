@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -354,6 +355,98 @@ func TestRealK3sEmbeddedEtcd(t *testing.T) {
 		r = run("k8s.yml", nil)
 		require.NoError(t, r.err, r.output)
 		assert.Equal(t, everyone, r.changed(), r.output)
+	})
+
+	// k3s's secrets-encrypt handlers need what k3s's agent gives a server (NODE_NAME, the Node's
+	// encryption hash annotation); the bed plays that part for its agentless servers
+	// (tests/bed/realk3s.go, annotateEncryption), and k3s's own status and rotation run as they are.
+	t.Run("secrets encryption turned on for the running cluster, its keys rotated, a Secret written before read after", func(t *testing.T) {
+		node1 := b.Hosts.Host("node1")
+		servers := []string{"node1", "node2", "node3"}
+		const value = "plain-before-encryption-4711"
+		kc, _, err := b.Clients()
+		require.NoError(t, err)
+		_, err = kc.CoreV1().Secrets("default").Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "written-before"},
+			StringData: map[string]string{"value": value}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		// inSnapshot says whether a snapshot taken now holds the Secret's value in the clear.
+		inSnapshot := func(name string) bool {
+			r := run("snapshot.yml", map[string]any{"k8s_cluster_snapshot_name": name})
+			require.NoError(t, r.err, r.output)
+			out, _ := node1.Exec("grep -a -c " + value + " " + snapshotDir + "/" + snapshotNamed(t, node1, name) + " || true")
+			return strings.TrimSpace(out) != "0"
+		}
+		// status is k3s's own `k3s secrets-encrypt status` on a server, flattened.
+		status := func(name string) string {
+			out, err := b.Hosts.Host(name).Exec("k3s secrets-encrypt status")
+			require.NoError(t, err, out)
+			return strings.Join(strings.Fields(out), " ")
+		}
+		activeKey := regexp.MustCompile(`AES-CBC (aescbckey\S*)`)
+		require.True(t, inSnapshot("plain"), "without encryption, etcd holds the Secret in the clear")
+
+		base["k8s_cluster_secrets_encryption"] = true
+		r := run("k8s.yml", nil, "--check", "--diff")
+		require.NoError(t, r.err, r.output)
+		for _, name := range servers {
+			assert.Positive(t, r.changed()[name], "%s would change: %s", name, r.output)
+		}
+		assert.Contains(t, status("node1"), "Encryption Status: Disabled, no configuration file found", "--check changed nothing")
+
+		r = run("k8s.yml", nil, "--diff")
+		require.NoError(t, r.err, r.output)
+		var key string
+		for _, name := range servers {
+			st := status(name)
+			assert.Contains(t, st, "Encryption Status: Enabled", name)
+			assert.Contains(t, st, "Current Rotation Stage: reencrypt_finished", name)
+			assert.Contains(t, st, "Server Encryption Hashes: All hashes match", name)
+			m := activeKey.FindStringSubmatch(st)
+			require.NotNil(t, m, "%s: %s", name, st)
+			if key == "" {
+				key = m[1]
+			}
+			assert.Equal(t, key, m[1], "%s writes Secrets with the first controller's key", name)
+		}
+		assert.False(t, inSnapshot("sealed"), "written again with the key, no longer in the clear")
+		got, err := kc.CoreV1().Secrets("default").Get(ctx, "written-before", metav1.GetOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, value, string(got.Data["value"]), "the Secret written before, read after")
+		r = run("k8s.yml", nil)
+		require.NoError(t, r.err, r.output)
+		assert.Equal(t, everyone, r.changed(), r.output)
+
+		r = run("rotate_encryption_keys.yml", nil, "--check", "--diff")
+		require.NoError(t, r.err, r.output)
+		assert.Contains(t, status("node1"), key, "--check rotated nothing")
+		r = run("rotate_encryption_keys.yml", nil, "-vvv")
+		require.NoError(t, r.err, r.output)
+		assert.NotContains(t, r.output, "aescbc\":{\"keys", "never a key")
+		var rotated string
+		for _, name := range servers {
+			m := activeKey.FindStringSubmatch(status(name))
+			require.NotNil(t, m, name)
+			if rotated == "" {
+				rotated = m[1]
+			}
+			assert.Equal(t, rotated, m[1], "%s took the new key", name)
+		}
+		assert.NotEqual(t, key, rotated, "a new key")
+		assert.Contains(t, strings.Join(strings.Fields(r.output), " "), "every server writes Secrets with AES-CBC "+rotated)
+		got, err = kc.CoreV1().Secrets("default").Get(ctx, "written-before", metav1.GetOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, value, string(got.Data["value"]))
+		assert.Equal(t, []string{"node1", "node2", "node3"}, etcdMembers())
+		r = run("k8s.yml", nil)
+		require.NoError(t, r.err, r.output)
+		assert.Equal(t, everyone, r.changed(), r.output)
+
+		// Turning it off by leaving the variable out is refused: k3s could not read the Secrets.
+		delete(base, "k8s_cluster_secrets_encryption")
+		r = run("k8s.yml", nil)
+		require.Error(t, r.err, r.output)
+		assert.Contains(t, strings.Join(strings.Fields(r.output), " "), "this server's Secrets are encrypted")
+		base["k8s_cluster_secrets_encryption"] = true
 	})
 
 	t.Run("a rebuilt server other than the first joins again", func(t *testing.T) {
