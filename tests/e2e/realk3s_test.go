@@ -280,13 +280,7 @@ func TestRealK3sEmbeddedEtcd(t *testing.T) {
 		require.NotEmpty(t, snapshot)
 		servers := []string{"node1", "node2", "node3"}
 		node1 := b.Hosts.Host("node1")
-		storedSecret := func(name string) string {
-			raw, err := b.Hosts.Host(name).Exec("cat /var/lib/rancher/k3s/server/token")
-			require.NoError(t, err)
-			_, secret, found := strings.Cut(strings.TrimSpace(raw), "::server:")
-			require.True(t, found, "k3s's server/token is K10<hash>::server:<secret>")
-			return secret
-		}
+		storedSecret := func(name string) string { return storedClusterSecret(t, b.Hosts.Host(name)) }
 		oldToken, err := node1.Exec("cat /var/lib/rancher/k3s/server/token")
 		require.NoError(t, err)
 		oldToken = strings.TrimSpace(oldToken)
@@ -421,7 +415,16 @@ func TestRealK3sEmbeddedEtcd(t *testing.T) {
 		assert.Contains(t, status("node1"), key, "--check rotated nothing")
 		r = run("rotate_encryption_keys.yml", nil, "-vvv")
 		require.NoError(t, r.err, r.output)
-		assert.NotContains(t, r.output, "aescbc\":{\"keys", "never a key")
+		// Never a key, old or new, nor the cluster secret the supervisor is asked with.
+		config, err := node1.Exec("cat /var/lib/rancher/k3s/server/cred/encryption-config.json")
+		require.NoError(t, err)
+		keys := regexp.MustCompile(`"secret":"([^"]+)"`).FindAllStringSubmatch(config, -1)
+		require.NotEmpty(t, keys)
+		secrets := []string{storedClusterSecret(t, node1)}
+		for _, k := range keys {
+			secrets = append(secrets, k[1])
+		}
+		assertNoSecret(t, r.output, secrets...)
 		var rotated string
 		for _, name := range servers {
 			m := activeKey.FindStringSubmatch(status(name))
@@ -533,6 +536,17 @@ func TestRealK3sEmbeddedEtcd(t *testing.T) {
 		require.NoError(t, r.err, r.output)
 		assert.Equal(t, everyone, r.changed(), r.output)
 	})
+}
+
+// storedClusterSecret is the password of the token host's k3s server runs
+// with (its server/token).
+func storedClusterSecret(t *testing.T, host *testhosts.Host) string {
+	t.Helper()
+	raw, err := host.Exec("cat /var/lib/rancher/k3s/server/token")
+	require.NoError(t, err)
+	_, secret, found := strings.Cut(strings.TrimSpace(raw), "::server:")
+	require.True(t, found, "k3s's server/token is K10<hash>::server:<secret>")
+	return secret
 }
 
 // assertNoSecret fails the test for each secret that output holds.
