@@ -186,16 +186,30 @@ func truthy(s string) bool {
 }
 
 // encryptionStatus asks the server at base for its secrets encryption
-// status, as k3s secrets-encrypt status does.
+// status, as k3s secrets-encrypt status does. A k3s that has just started
+// answers 500 until its agent has set the Node's encryption hash annotation
+// (pkg/server/server.go, setNodeLabelsAndAnnotations; "missing annotation"
+// in its journal) and 503 until its core controllers run: asked again each
+// second within the task's wait_timeout.
 func (n node) encryptionStatus(ctx context.Context, base, secret string) (k3snode.EncryptionStatus, error) {
-	code, said, err := n.sys.Supervisor(ctx, http.MethodGet, base, k3snode.EncryptionStatusPath, k3snode.ServerCAPath(n.where), secret, nil)
-	if err == nil && code != http.StatusOK {
-		err = fmt.Errorf("k3s answered %d: %s", code, said)
+	deadline := time.Now().Add(n.patience)
+	for {
+		code, said, err := n.sys.Supervisor(ctx, http.MethodGet, base, k3snode.EncryptionStatusPath, k3snode.ServerCAPath(n.where), secret, nil)
+		if err == nil && code == http.StatusOK {
+			return k3snode.ParseEncryptionStatus(said)
+		}
+		if err == nil {
+			err = fmt.Errorf("k3s answered %d: %s", code, said)
+		}
+		if (code != http.StatusInternalServerError && code != http.StatusServiceUnavailable) || !time.Now().Before(deadline) {
+			return k3snode.EncryptionStatus{}, fmt.Errorf("read the secrets encryption status of %s: %w", base, err)
+		}
+		select {
+		case <-ctx.Done():
+			return k3snode.EncryptionStatus{}, fmt.Errorf("read the secrets encryption status of %s: %w", base, err)
+		case <-time.After(time.Second):
+		}
 	}
-	if err != nil {
-		return k3snode.EncryptionStatus{}, fmt.Errorf("read the secrets encryption status of %s: %w", base, err)
-	}
-	return k3snode.ParseEncryptionStatus(said)
 }
 
 // encryptionBefore carries out what must come before the config is written:

@@ -32,9 +32,15 @@ type fakeEncryption struct {
 	hashMatch         bool
 	rotations         int
 	followers         bool // other servers, behind after a rotation until they restart
+	missingAnnotation int  // status requests answered 500 first
 }
 
 func (e *fakeEncryption) status(local bool) (int, string, error) {
+	if e.missingAnnotation > 0 {
+		// k3s just started: its agent has not set the Node's annotation yet.
+		e.missingAnnotation--
+		return http.StatusInternalServerError, "secret-encrypt error ID 1234", nil
+	}
 	config, key := e.lead, e.leadKey
 	if local {
 		config, key = e.local, e.localKey
@@ -336,4 +342,22 @@ func TestEncryptionRefusals(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A k3s that has just started answers its status with 500 until its Node
+// has the encryption hash annotation: asked again within wait_timeout.
+func TestEncryptionStatusOfAStartingK3s(t *testing.T) {
+	f, where, configPath := encryptionServer(t)
+	require.NoError(t, f.enc.write(`{"resources":[{"providers":[{"identity":{}}]}]}`))
+	f.enc.local, f.enc.lead, f.enc.stage = "identity", "identity", k3snode.StageStart
+	f.enc.missingAnnotation = 2
+	res, code := runOn(t, f, where, encryptionArgs(configPath, "encryption_keys", "ensure", "_ansible_check_mode", true))
+	require.Equal(t, 0, code, res["msg"])
+	assert.Equal(t, true, res["encryption_keys_rotated"])
+	assert.Len(t, f.changes(), 3, "asked three times")
+
+	f.enc.missingAnnotation = 100
+	res, code = runOn(t, f, where, encryptionArgs(configPath, "encryption_keys", "ensure", "wait_timeout", 2))
+	require.Equal(t, 1, code)
+	assert.Contains(t, res["msg"], "read the secrets encryption status of https://127.0.0.1:6443: k3s answered 500: secret-encrypt error ID 1234")
 }

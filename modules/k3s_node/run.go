@@ -180,7 +180,7 @@ func run(ctx context.Context, req *ansible.Request, sys k3snode.System, where k3
 	if err != nil {
 		return nil, err
 	}
-	n := node{sys: sys, where: where}
+	n := node{sys: sys, where: where, patience: time.Duration(a.WaitTimeout) * time.Second}
 	s, err := n.read(ctx, a)
 	if err != nil {
 		return nil, err
@@ -529,6 +529,9 @@ type node struct {
 	// env is the unit's environment file as the task leaves it, nil when
 	// the task leaves it alone.
 	env *envChange
+	// patience is how long a k3s that has just started may answer its
+	// encryption status with an error (encryptionStatus): wait_timeout.
+	patience time.Duration
 }
 
 // read finds the installed version, the state of both units and, for

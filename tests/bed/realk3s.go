@@ -169,7 +169,7 @@ const hostFiles = "cat /etc/rancher/k3s/k3s.yaml 2>/dev/null; echo '#--- k3s con
 // serves): the pid of the k3s the systemctl stand-in runs
 // (k3sstandin/systemctl.sh), then k3s's encryption hash file (the default
 // data-dir: the bed's servers use it).
-const encryptionFiles = "cat /var/lib/testhost/systemd/k3s.pid 2>/dev/null; echo '#--- encryption hash'; cat /var/lib/rancher/k3s/server/cred/encryption-hash 2>/dev/null; true"
+const encryptionFiles = "cat /var/lib/testhost/systemd/k3s.pid 2>/dev/null; echo '#--- encryption hash'; cat /var/lib/rancher/k3s/server/cred/encryption-state.json 2>/dev/null; true"
 
 // register makes h's Node once its server answers.
 func (s *serverNodes) register(h *testhosts.Host) error {
