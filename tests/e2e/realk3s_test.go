@@ -3,11 +3,13 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
+	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"net"
@@ -363,13 +365,9 @@ func TestRealK3sEmbeddedEtcd(t *testing.T) {
 		_, err = kc.CoreV1().Secrets("default").Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "written-before"},
 			StringData: map[string]string{"value": value}}, metav1.CreateOptions{})
 		require.NoError(t, err)
-		// inSnapshot says whether a snapshot taken now holds the Secret's value in the clear.
-		inSnapshot := func(name string) bool {
-			r := run("snapshot.yml", map[string]any{"k8s_cluster_snapshot_name": name})
-			require.NoError(t, r.err, r.output)
-			out, _ := node1.Exec("grep -a -c " + value + " " + snapshotDir + "/" + snapshotNamed(t, node1, name) + " || true")
-			return strings.TrimSpace(out) != "0"
-		}
+		// stored is the Secret as etcd holds it now (a snapshot would also hold etcd's older
+		// revisions until it compacts and defragments).
+		stored := func() string { return etcdValue(t, node1, "/registry/secrets/default/written-before") }
 		// status is k3s's own `k3s secrets-encrypt status` on a server, flattened.
 		status := func(name string) string {
 			out, err := b.Hosts.Host(name).Exec("k3s secrets-encrypt status")
@@ -377,7 +375,7 @@ func TestRealK3sEmbeddedEtcd(t *testing.T) {
 			return strings.Join(strings.Fields(out), " ")
 		}
 		activeKey := regexp.MustCompile(`AES-CBC (aescbckey\S*)`)
-		require.True(t, inSnapshot("plain"), "without encryption, etcd holds the Secret in the clear")
+		require.Contains(t, stored(), value, "without encryption, etcd holds the Secret in the clear")
 
 		base["k8s_cluster_secrets_encryption"] = true
 		r := run("k8s.yml", nil, "--check", "--diff")
@@ -402,7 +400,8 @@ func TestRealK3sEmbeddedEtcd(t *testing.T) {
 			}
 			assert.Equal(t, key, m[1], "%s writes Secrets with the first controller's key", name)
 		}
-		assert.False(t, inSnapshot("sealed"), "written again with the key, no longer in the clear")
+		assert.True(t, strings.HasPrefix(stored(), "k8s:enc:aescbc:v1:"+key+":"), "written again with the key: %q", stored())
+		assert.NotContains(t, stored(), value)
 		got, err := kc.CoreV1().Secrets("default").Get(ctx, "written-before", metav1.GetOptions{})
 		require.NoError(t, err)
 		assert.Equal(t, value, string(got.Data["value"]), "the Secret written before, read after")
@@ -435,6 +434,7 @@ func TestRealK3sEmbeddedEtcd(t *testing.T) {
 			assert.Equal(t, rotated, m[1], "%s took the new key", name)
 		}
 		assert.NotEqual(t, key, rotated, "a new key")
+		assert.True(t, strings.HasPrefix(stored(), "k8s:enc:aescbc:v1:"+rotated+":"), "written again with the new key: %q", stored())
 		assert.Contains(t, strings.Join(strings.Fields(r.output), " "), "every server writes Secrets with AES-CBC "+rotated)
 		got, err = kc.CoreV1().Secrets("default").Get(ctx, "written-before", metav1.GetOptions{})
 		require.NoError(t, err)
@@ -536,6 +536,42 @@ func TestRealK3sEmbeddedEtcd(t *testing.T) {
 		require.NoError(t, r.err, r.output)
 		assert.Equal(t, everyone, r.changed(), r.output)
 	})
+}
+
+// etcdValue is key's value in the etcd of host's k3s server, read with
+// k3s's own etcd client certificate through etcd's JSON gateway
+// (POST /v3/kv/range); "" when there is none.
+func etcdValue(t *testing.T, host *testhosts.Host, key string) string {
+	t.Helper()
+	const tlsDir = "/var/lib/rancher/k3s/server/tls/etcd/"
+	read := func(name string) []byte {
+		out, err := host.Exec("cat " + tlsDir + name)
+		require.NoError(t, err, out)
+		return []byte(out)
+	}
+	cert, err := tls.X509KeyPair(read("client.crt"), read("client.key"))
+	require.NoError(t, err)
+	pool := x509.NewCertPool()
+	require.True(t, pool.AppendCertsFromPEM(read("server-ca.crt")))
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{Proxy: nil,
+		TLSClientConfig: &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: pool, Certificates: []tls.Certificate{cert}}}}
+	body, _ := json.Marshal(map[string]string{"key": base64.StdEncoding.EncodeToString([]byte(key))})
+	resp, err := client.Post("https://"+net.JoinHostPort(host.Addr, "2379")+"/v3/kv/range", "application/json", bytes.NewReader(body))
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	var got struct {
+		KVs []struct {
+			Value string `json:"value"`
+		} `json:"kvs"`
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&got))
+	if len(got.KVs) == 0 {
+		return ""
+	}
+	raw, err := base64.StdEncoding.DecodeString(got.KVs[0].Value)
+	require.NoError(t, err)
+	return string(raw)
 }
 
 // storedClusterSecret is the password of the token host's k3s server runs
