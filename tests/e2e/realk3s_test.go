@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/tls"
@@ -538,34 +537,24 @@ func TestRealK3sEmbeddedEtcd(t *testing.T) {
 	})
 }
 
-// etcdValue is key's value in the etcd of host's k3s server, read with
-// k3s's own etcd client certificate through etcd's JSON gateway
-// (POST /v3/kv/range); "" when there is none.
+// etcdValue is key's value in the etcd of host's k3s server, read on the
+// host through etcd's JSON gateway (POST /v3/kv/range), which k3s serves on
+// the loopback only, on port 2382 (pkg/etcd/etcd.go, listenClientHTTPURLs;
+// 2379 serves gRPC alone), with k3s's own etcd client certificate; "" when
+// there is none.
 func etcdValue(t *testing.T, host *testhosts.Host, key string) string {
 	t.Helper()
 	const tlsDir = "/var/lib/rancher/k3s/server/tls/etcd/"
-	read := func(name string) []byte {
-		out, err := host.Exec("cat " + tlsDir + name)
-		require.NoError(t, err, out)
-		return []byte(out)
-	}
-	cert, err := tls.X509KeyPair(read("client.crt"), read("client.key"))
-	require.NoError(t, err)
-	pool := x509.NewCertPool()
-	require.True(t, pool.AppendCertsFromPEM(read("server-ca.crt")))
-	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{Proxy: nil,
-		TLSClientConfig: &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: pool, Certificates: []tls.Certificate{cert}}}}
 	body, _ := json.Marshal(map[string]string{"key": base64.StdEncoding.EncodeToString([]byte(key))})
-	resp, err := client.Post("https://"+net.JoinHostPort(host.Addr, "2379")+"/v3/kv/range", "application/json", bytes.NewReader(body))
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	require.Equal(t, http.StatusOK, resp.StatusCode)
+	out, err := host.Exec("curl -sS --fail --cacert " + tlsDir + "server-ca.crt --cert " + tlsDir + "client.crt --key " + tlsDir + "client.key" +
+		" -H 'Content-Type: application/json' -d '" + string(body) + "' https://127.0.0.1:2382/v3/kv/range")
+	require.NoError(t, err, out)
 	var got struct {
 		KVs []struct {
 			Value string `json:"value"`
 		} `json:"kvs"`
 	}
-	require.NoError(t, json.NewDecoder(resp.Body).Decode(&got))
+	require.NoError(t, json.Unmarshal([]byte(out), &got), out)
 	if len(got.KVs) == 0 {
 		return ""
 	}
