@@ -76,8 +76,11 @@ func (n node) planEncryption(ctx context.Context, req *ansible.Request, a args, 
 		return w, err
 	}
 	if !f.Bootstrapped || !f.Active {
-		if w.Keys == "follow" {
-			w.Keys = "" // k3s starts now, taking the cluster's key
+		// follow: k3s starts now, taking the cluster's key; ensure: a new
+		// cluster's k3s makes its key as it starts (in check mode, before
+		// the install the task before would make).
+		if w.Keys == "follow" || w.Keys == "ensure" {
+			w.Keys = ""
 			return w, nil
 		}
 		return w, fmt.Errorf("encryption_keys is %s: k3s is not running on this server, and the keys are rotated through its supervisor: start k3s first; nothing was changed", w.Keys)

@@ -361,3 +361,20 @@ func TestEncryptionStatusOfAStartingK3s(t *testing.T) {
 	require.Equal(t, 1, code)
 	assert.Contains(t, res["msg"], "read the secrets encryption status of https://127.0.0.1:6443: k3s answered 500: secret-encrypt error ID 1234")
 }
+
+// Before k3s ever ran (a check run on bare hosts), ensure and follow have
+// nothing to do: k3s makes the key as it starts; rotate is refused.
+func TestEncryptionKeysBeforeK3s(t *testing.T) {
+	where := testPaths(t)
+	f := newFakeNode()
+	f.enc = &fakeEncryption{file: k3snode.EncryptionConfigFile(where)}
+	configPath := filepath.Join(t.TempDir(), "config.yaml")
+	for _, keys := range []string{"ensure", "follow"} {
+		res, code := runOn(t, f, where, encryptionArgs(configPath, "encryption_keys", keys, "rotated_on", "https://10.0.0.1:6443", "_ansible_check_mode", true))
+		require.Equal(t, 0, code, res["msg"])
+		assert.Equal(t, false, res["encryption_keys_rotated"], keys)
+	}
+	res, code := runOn(t, f, where, encryptionArgs(configPath, "encryption_keys", "rotate", "_ansible_check_mode", true))
+	require.Equal(t, 1, code)
+	assert.Contains(t, res["msg"], "encryption_keys is rotate: k3s is not running on this server")
+}
