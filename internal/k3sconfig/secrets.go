@@ -14,15 +14,25 @@ import (
 // *.yml, in k3s's order), each as a YAML document; a file that is missing
 // or does not parse is left out.
 func readFiles(path string) []any {
-	files := []string{path}
+	return readDocs(configFiles(path))
+}
+
+// configFiles are the k3s config at path, then its drop-ins in the order
+// k3s reads them.
+func configFiles(path string) []string {
 	var dropins []string
 	for _, pattern := range []string{"*.yaml", "*.yml"} {
 		more, _ := filepath.Glob(filepath.Join(path+".d", pattern))
 		dropins = append(dropins, more...)
 	}
 	slices.Sort(dropins)
+	return append([]string{path}, dropins...)
+}
+
+// readDocs parses the files that are there and hold YAML.
+func readDocs(files []string) []any {
 	var docs []any
-	for _, f := range append(files, dropins...) {
+	for _, f := range files {
 		raw, err := os.ReadFile(f)
 		if err != nil {
 			continue
@@ -92,8 +102,18 @@ func listValues(v any) []string {
 // FileValue is a top-level key's value in the k3s config at path and its
 // drop-ins, the last file's winning as in k3s; empty when none sets it.
 func FileValue(path, key string) string {
+	return lastValue(readFiles(path), key)
+}
+
+// DropInValue is FileValue of path's drop-ins alone (path.d/*.yaml), which
+// module k3s_config leaves to the user.
+func DropInValue(path, key string) string {
+	return lastValue(readDocs(configFiles(path)[1:]), key)
+}
+
+func lastValue(docs []any, key string) string {
 	value := ""
-	for _, doc := range readFiles(path) {
+	for _, doc := range docs {
 		if m, ok := doc.(map[string]any); ok && m[key] != nil {
 			value = fmt.Sprint(m[key])
 		}

@@ -30,6 +30,9 @@ func TestFileValue(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(path+".d", "90-join.yaml"), []byte("server: https://10.0.0.3:6443\n"), 0o600))
 	assert.Equal(t, "https://10.0.0.3:6443", FileValue(path, "server"), "a drop-in's value wins")
 	assert.Equal(t, "", FileValue(filepath.Join(dir, "missing.yaml"), "server"))
+	assert.Equal(t, "https://10.0.0.3:6443", DropInValue(path, "server"))
+	assert.Equal(t, "", DropInValue(path, "node-name"), "the config's own value left out")
+	assert.Equal(t, "", DropInValue(filepath.Join(dir, "missing.yaml"), "server"))
 }
 
 func TestFileList(t *testing.T) {

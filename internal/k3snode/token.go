@@ -58,10 +58,17 @@ func RotateTokenBody(newSecret string) []byte {
 
 // Supervisor sends a request to k3s's supervisor at base (https://host:port)
 // as user "server" with the cluster secret, trusting only the server CA in
-// caFile. It returns the status and, for a status other than 200, what k3s
-// said (its error text names no secret); err is for a request that got no
-// answer. The secret never appears in what it returns.
+// caFile, within ctx's deadline (30 s where ctx has none). It returns the
+// status and what k3s said: with 200 the answer (EncryptionStatusPath's
+// JSON), otherwise the end of its error text (which names no secret); err
+// is for a request that got no answer. The secret never appears in what it
+// returns.
 func (Real) Supervisor(ctx context.Context, method, base, path, caFile, secret string, body []byte) (int, string, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+	}
 	ca, err := os.ReadFile(caFile)
 	if err != nil {
 		return 0, "", fmt.Errorf("read the server CA %s: %w", caFile, err)
@@ -70,7 +77,7 @@ func (Real) Supervisor(ctx context.Context, method, base, path, caFile, secret s
 	if !pool.AppendCertsFromPEM(ca) {
 		return 0, "", fmt.Errorf("%s holds no PEM certificate", caFile)
 	}
-	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
+	client := &http.Client{Transport: &http.Transport{
 		TLSClientConfig: &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: pool}, Proxy: nil}}
 	url := strings.TrimSuffix(base, "/") + path
 	req, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(body))
@@ -86,9 +93,9 @@ func (Real) Supervisor(ctx context.Context, method, base, path, caFile, secret s
 		return 0, "", fmt.Errorf("%s %s: %w", method, url, err)
 	}
 	defer resp.Body.Close()
-	said, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	said, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	if resp.StatusCode == http.StatusOK {
-		return resp.StatusCode, "", nil
+		return resp.StatusCode, strings.ReplaceAll(string(said), secret, "<redacted>"), nil
 	}
 	return resp.StatusCode, strings.ReplaceAll(LastLines(string(said), 3), secret, "<redacted>"), nil
 }

@@ -28,9 +28,14 @@ func TestSupervisor(t *testing.T) {
 		}
 		body, _ := io.ReadAll(r.Body)
 		got.method, got.path, got.body = r.Method, r.URL.Path, string(body)
-		if r.URL.Path == "/v1-k3s/fails" {
+		switch r.URL.Path {
+		case "/v1-k3s/fails":
 			// k3s's errors may quote what it was sent; never returned.
 			http.Error(w, "token "+secret+" refused: etcd timed out", http.StatusInternalServerError)
+		case EncryptionStatusPath:
+			_, _ = w.Write([]byte(`{"stage":"start","activekey":"AES-CBC aescbckey","enable":true,"hashmatch":true}`))
+		case "/v1-k3s/slow":
+			<-r.Context().Done()
 		}
 	}))
 	defer srv.Close()
@@ -56,6 +61,18 @@ func TestSupervisor(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, http.StatusInternalServerError, status)
 	assert.Equal(t, "token <redacted> refused: etcd timed out", said)
+
+	status, said, err = Real{}.Supervisor(ctx, http.MethodGet, srv.URL, EncryptionStatusPath, ca, secret, nil)
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusOK, status)
+	assert.JSONEq(t, `{"stage":"start","activekey":"AES-CBC aescbckey","enable":true,"hashmatch":true}`, said, "the answer, to read")
+
+	// The caller's deadline, not the default 30 s.
+	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	_, _, err = Real{}.Supervisor(short, http.MethodPut, srv.URL, "/v1-k3s/slow", ca, secret, RotateKeysBody())
+	require.Error(t, err)
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
 
 	// Only the cluster's CA is trusted.
 	other := filepath.Join(dir, "other-ca.crt")

@@ -76,8 +76,18 @@ var module = &ansible.Module{
 					"C(rotate): this server rotates the cluster token, as C(k3s token rotate --new-token) does it (the same request to k3s's supervisor, C(PUT /v1-k3s/token) as user C(server) with the current token read from C(<data_dir>/server/token), over a connection that trusts only the cluster's server CA; no token on a command line): k3s re-encrypts its bootstrap data with the new token and writes it into C(server/token). Then the config is written and k3s restarted with it, and waited for. k3s must be running here. Done on one server, first.",
 					"C(follow): the token was rotated on another server, O(rotated_on): before anything is written, that server must accept the new token (a request to its supervisor, C(GET /v1-k3s/encrypt/status), which answers only the cluster's current token), else the task fails and nothing changes (k3s would refuse to start: \"bootstrap data already found and encrypted with different token\"). Then the config is written and k3s restarted with it, one server at a time.",
 					"Agents have no datastore: the option is refused on an agent, whose config takes the new token as any other change (and restarts it). Check mode asks no server."}},
+			{Name: "secrets_encryption", Choices: []any{"enable", "follow"},
+				Description: []string{"On a server whose C(k3s_config) turns C(secrets-encryption) on: turn it on for a cluster that runs without it, as k3s documents it for one (k3s C(secrets-encrypt enable) on one server, then every server restarted with C(secrets-encryption)); then O(encryption_keys) makes the first key. A new cluster needs neither: k3s makes its key as it starts with C(secrets-encryption).",
+					"C(enable): where the server has no encryption config (C(<data_dir>/server/cred/encryption-config.json)), this server's k3s enables it before the config is written (C(PUT /v1-k3s/encrypt/config) to its supervisor as C(k3s secrets-encrypt enable) sends it, with the cluster secret read from C(<data_dir>/server/token)): k3s writes an encryption config with the identity provider alone and keeps it in the datastore for the other servers. Then the config is written and k3s restarted with it. k3s must be running here. Done on one server, first.",
+					"C(follow): before anything is written, the server O(rotated_on) must have enabled it (its status, C(GET /v1-k3s/encrypt/status)), else the task fails and nothing changes: k3s here would make a key of its own (k3s issue 7195). Then the config is written and k3s restarted with it, one server at a time, taking the encryption config from the datastore.",
+					"Without it, a server whose config turns C(secrets-encryption) on for a running cluster without an encryption config is refused. Whatever the options, a server whose encryption config has a key and whose config does not turn C(secrets-encryption) on is refused before anything is written: k3s started without it could not read its Secrets."}},
+			{Name: "encryption_keys", Choices: []any{"rotate", "ensure", "follow"},
+				Description: []string{"On a server whose C(k3s_config) turns C(secrets-encryption) on, once every server runs with it: the secrets encryption keys, as C(k3s secrets-encrypt rotate-keys) makes them (C(PUT /v1-k3s/encrypt/config) with stage C(rotate_keys) to this server's supervisor: k3s adds a new key, makes it the active one, writes every Secret again with it and removes the old one). The task then waits, within O(wait_timeout), until k3s's status says C(reencrypt_finished) with the new key. k3s refuses unless every server is on the same encryption config; so does this task, before asking.",
+					"C(rotate): rotate them now (each run: a new key). C(ensure): only where no key was ever made (the identity provider alone, what O(secrets_encryption) leaves), so that a second run changes nothing. Both on one server, first, with k3s running.",
+					"C(follow): on each other server, one at a time: when its active key is not the one of the server O(rotated_on), restart k3s, which takes the cluster's encryption config from the datastore as it starts, and wait until its status names that key. Nothing is done where the keys are the same.",
+					"Key names (C(AES-CBC aescbckey-<time>)) are returned, never a key."}},
 			{Name: "rotated_on", Format: formatServerURL,
-				Description: []string{"With C(token_rotation=follow): the server the token was rotated on, as C(https://host:port). Default C(k3s_config.server); name the server itself where that is a load balancer or a virtual address, which may lead to a server not restarted yet."}},
+				Description: []string{"With C(token_rotation=follow): the server the token was rotated on; with C(secrets_encryption=follow) or C(encryption_keys=follow), the server that enabled secrets encryption or rotated its keys; as C(https://host:port). Default C(k3s_config.server); name the server itself where that is a load balancer or a virtual address, which may lead to a server not restarted yet."}},
 			{Name: "k3s_config", Type: ansible.TypeDict, NoLogValues: ansible.NoLogValuesOf(k3sconfig.Module),
 				Description: []string{"The arguments of module gitops.k3s_flux.k3s_config (C(role), C(token), C(server), C(config), ...). This module runs it first, in its own process, and restarts the unit when it says C(restart_needed); its result is returned under C(k3s_config) and its diff comes first. It is checked before anything is written: when it (or C(k3s_registries)) would fail, nothing is written and k3s is left alone.",
 					"One task and one command on the node instead of two for every node and every run: role k8s_cluster renders the config this way. Its secrets are masked as module k3s_config masks them.",
@@ -180,6 +190,9 @@ var module = &ansible.Module{
 		{Name: "restart_done", Description: []string{"Whether the unit was (re)started or installed, so k3s runs with its current config."}, Returned: "always", Type: "bool", Sample: true},
 		{Name: "certificates_rotated", Description: []string{"Whether the node's certificates were rotated (in check mode: would be)."}, Returned: "when rotate_certificates is true", Type: "bool", Sample: true},
 		{Name: "certificates_backup", Description: []string{"Where k3s copied the certificates it rotated."}, Returned: "when the certificates were rotated", Type: "str", Sample: "/var/lib/rancher/k3s/server/tls-1798761600"},
+		{Name: "encryption_enabled", Description: []string{"Whether this server's k3s enabled secrets encryption for the running cluster (O(secrets_encryption=enable)); in check mode: would have."}, Returned: "when secrets_encryption is given", Type: "bool", Sample: true},
+		{Name: "encryption_keys_rotated", Description: []string{"Whether the secrets encryption keys were rotated on this server (O(encryption_keys)); in check mode: would be."}, Returned: "when encryption_keys is given", Type: "bool", Sample: true},
+		{Name: "encryption_key", Description: []string{"The name of the secrets encryption key Secrets are written with on this server, from k3s's status, after the task (in check mode and where k3s is not running: before it); empty where there is none. A name, never a key."}, Returned: "when encryption_keys is given", Type: "str", Sample: "AES-CBC aescbckey-2026-12-07T05:00:00Z"},
 		{Name: "token_rotated", Description: []string{"Whether k3s was restarted with the cluster's new token (O(token_rotation)): on the server that rotated it (C(rotate)), or one that followed (C(follow)); in check mode: would be."}, Returned: "when token_rotation is given", Type: "bool", Sample: true},
 		{Name: "ready", Description: []string{"On servers: whether C(/readyz) answered C(ok) over a certificate holding the config's C(tls-san)."}, Returned: "when role is server and wait is true", Type: "bool", Sample: true},
 		{Name: "k3s_config", Description: []string{"The result of module gitops.k3s_flux.k3s_config (C(restart_needed), C(node_name), C(path), ...)."}, Returned: "when k3s_config is given", Type: "dict", Sample: map[string]any{"restart_needed": false, "node_name": "node1", "path": "/etc/rancher/k3s/config.yaml"}},
@@ -233,34 +246,36 @@ func isSHA256(s string) bool {
 }
 
 type args struct {
-	State            string `json:"state"`
-	Role             string `json:"role"`
-	Version          string `json:"version"`
-	InstallSource    string `json:"install_source"`
-	InstallScriptURL string `json:"install_script_url"`
-	InstallScriptSHA string `json:"install_script_sha256"`
-	ReleaseURL       string `json:"release_url"`
-	AirgapBinary     string `json:"airgap_binary"`
-	AirgapBinarySHA  string `json:"airgap_binary_sha256"`
-	AirgapScript     string `json:"airgap_script"`
-	AirgapScriptSHA  string `json:"airgap_script_sha256"`
-	AirgapImages     string `json:"airgap_images"`
-	AirgapImagesSHA  string `json:"airgap_images_sha256"`
-	RemoteSrc        bool   `json:"remote_src"`
-	Restart          bool   `json:"restart"`
-	RotateCerts      bool   `json:"rotate_certificates"`
-	RotateWithinDays int    `json:"rotate_within_days"`
-	TokenRotation    string `json:"token_rotation"`
-	RotatedOn        string `json:"rotated_on"`
-	Upgrade          bool   `json:"upgrade"`
-	AllowDowngrade   bool   `json:"allow_downgrade"`
-	APIPort          int    `json:"api_port"`
-	Wait             bool   `json:"wait"`
-	WaitTimeout      int    `json:"wait_timeout"`
-	DataDir          string `json:"data_dir"`
-	AbandonRestore   bool   `json:"abandon_restore"`
-	KubeconfigPath   string `json:"kubeconfig_path"`
-	Proxy            *struct {
+	State             string `json:"state"`
+	Role              string `json:"role"`
+	Version           string `json:"version"`
+	InstallSource     string `json:"install_source"`
+	InstallScriptURL  string `json:"install_script_url"`
+	InstallScriptSHA  string `json:"install_script_sha256"`
+	ReleaseURL        string `json:"release_url"`
+	AirgapBinary      string `json:"airgap_binary"`
+	AirgapBinarySHA   string `json:"airgap_binary_sha256"`
+	AirgapScript      string `json:"airgap_script"`
+	AirgapScriptSHA   string `json:"airgap_script_sha256"`
+	AirgapImages      string `json:"airgap_images"`
+	AirgapImagesSHA   string `json:"airgap_images_sha256"`
+	RemoteSrc         bool   `json:"remote_src"`
+	Restart           bool   `json:"restart"`
+	RotateCerts       bool   `json:"rotate_certificates"`
+	RotateWithinDays  int    `json:"rotate_within_days"`
+	TokenRotation     string `json:"token_rotation"`
+	SecretsEncryption string `json:"secrets_encryption"`
+	EncryptionKeys    string `json:"encryption_keys"`
+	RotatedOn         string `json:"rotated_on"`
+	Upgrade           bool   `json:"upgrade"`
+	AllowDowngrade    bool   `json:"allow_downgrade"`
+	APIPort           int    `json:"api_port"`
+	Wait              bool   `json:"wait"`
+	WaitTimeout       int    `json:"wait_timeout"`
+	DataDir           string `json:"data_dir"`
+	AbandonRestore    bool   `json:"abandon_restore"`
+	KubeconfigPath    string `json:"kubeconfig_path"`
+	Proxy             *struct {
 		HTTP    string   `json:"http_proxy"`
 		HTTPS   string   `json:"https_proxy"`
 		NoProxy []string `json:"no_proxy"`

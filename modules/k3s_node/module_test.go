@@ -60,6 +60,9 @@ type fakeNode struct {
 	// supervisorErr is an answer other than k3s's own (500).
 	clusterSecret, tokenFile string
 	supervisorStatus         int
+	// enc is k3s's secrets encryption on this server and its lead
+	// (encryption_test.go); nil: never asked.
+	enc *fakeEncryption
 }
 
 func newFakeNode() *fakeNode {
@@ -114,6 +117,9 @@ func (f *fakeNode) Run(ctx context.Context, env []string, name string, args ...s
 		case "start", "restart":
 			if !slices.Contains(args, "--no-block") {
 				return "", fmt.Errorf("a blocking %s never returns for a k3s that does not get ready", line)
+			}
+			if f.enc != nil {
+				f.enc.started()
 			}
 			switch {
 			case f.neverReady[unit]:
@@ -237,6 +243,10 @@ func (f *fakeNode) Supervisor(_ context.Context, method, base, path, _ string, s
 		}
 		f.clusterSecret = rotate.NewToken
 		return http.StatusOK, "", os.WriteFile(f.tokenFile, []byte("K10cafe::server:"+rotate.NewToken+"\n"), 0o600)
+	case f.enc != nil && path == k3snode.EncryptionStatusPath && method == http.MethodGet:
+		return f.enc.status(local)
+	case f.enc != nil && path == k3snode.EncryptionConfigPath && method == http.MethodPut:
+		return f.enc.change(body)
 	case method == http.MethodGet && path == k3snode.TokenCheckPath:
 		return http.StatusOK, "", nil
 	}

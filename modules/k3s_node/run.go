@@ -45,10 +45,12 @@ type plan struct {
 	// Token is what the task does about the cluster token (tokenChange):
 	// "", "rotate" or "follow"; TokenFrom is the server it follows.
 	Token, TokenFrom string
+	// Encryption is what it does about secrets encryption (planEncryption).
+	Encryption encryptionWork
 }
 
 func (p plan) changed() bool {
-	return p.StopOther || p.Install || p.Enable || p.Start || p.Restart || p.Rotate
+	return p.StopOther || p.Install || p.Enable || p.Start || p.Restart || p.Rotate || p.Encryption.Enable || p.Encryption.Keys == "rotate"
 }
 
 func decide(a args, s state) (plan, error) {
@@ -121,6 +123,9 @@ func (p plan) actions(a args) []string {
 	case "follow":
 		out = append(out, "take the cluster's new token, rotated on "+p.TokenFrom)
 	}
+	if p.Encryption.Enable {
+		out = append(out, "enable secrets encryption on this server (PUT "+k3snode.EncryptionConfigPath+", as k3s secrets-encrypt enable does)")
+	}
 	if p.Start {
 		out = append(out, "start "+p.Service)
 	}
@@ -129,6 +134,12 @@ func (p plan) actions(a args) []string {
 	}
 	if p.Rotate {
 		out = append(out, fmt.Sprintf("rotate k3s's certificates (%s): stop %s, k3s certificate rotate, start %s", p.RotateWhy, p.Service, p.Service))
+	}
+	switch p.Encryption.Keys {
+	case "rotate":
+		out = append(out, "rotate the secrets encryption keys on this server (PUT "+k3snode.EncryptionConfigPath+", as k3s secrets-encrypt rotate-keys does) and wait until every Secret is written with the new key")
+	case "restart":
+		out = append(out, "take the cluster's new secrets encryption key, made on "+p.Encryption.Lead+", from the datastore as k3s restarts")
 	}
 	return out
 }
@@ -169,7 +180,7 @@ func run(ctx context.Context, req *ansible.Request, sys k3snode.System, where k3
 	if err != nil {
 		return nil, err
 	}
-	n := node{sys: sys, where: where}
+	n := node{sys: sys, where: where, patience: time.Duration(a.WaitTimeout) * time.Second}
 	s, err := n.read(ctx, a)
 	if err != nil {
 		return nil, err
@@ -185,17 +196,17 @@ func run(ctx context.Context, req *ansible.Request, sys k3snode.System, where k3
 	if err != nil {
 		return nil, err
 	}
-	change, err := tokenChange(a, token, s.Unit.Active)
+	change, enc, err := n.clusterChanges(ctx, req, a, s, token)
 	if err != nil {
 		return nil, err
 	}
-	// k3s takes a new cluster token only as it starts.
-	a.Restart = a.Restart || restartNeeded(planned) || envChange != nil || change != ""
+	// k3s takes a new cluster token, or the cluster's encryption key, only as it starts.
+	a.Restart = a.Restart || restartNeeded(planned) || envChange != nil || change != "" || enc.Keys == "restart"
 	p, err := decide(a, s)
 	if err != nil {
 		return nil, err
 	}
-	p.Token, p.TokenFrom = change, token.server
+	p.Token, p.TokenFrom, p.Encryption = change, token.server, enc
 	n.env = envChange
 	if req.CheckMode {
 		return planResult(req, a, s, p, envChange, planned), nil
@@ -209,8 +220,9 @@ func run(ctx context.Context, req *ansible.Request, sys k3snode.System, where k3
 		return res, errors.New("k3s must be installed from airgap files that are still on the controller: run this module as a task (its action plugin copies them to the node), or set remote_src with paths on the node")
 	}
 	// Before anything is written: a config with the new token that k3s
-	// would refuse is never left behind.
-	if err := n.changeToken(ctx, a, p, token); err != nil {
+	// would refuse, or with secrets encryption that would make a key of its
+	// own, is never left behind.
+	if err := n.beforeWrite(ctx, a, p, token); err != nil {
 		return nil, err
 	}
 	steps, failed := render(ctx, req, false)
@@ -311,6 +323,13 @@ func planResult(req *ansible.Request, a args, s state, p plan, env *envChange, s
 	if a.TokenRotation != "" {
 		res.Set("token_rotated", p.Token != "")
 	}
+	if a.SecretsEncryption != "" {
+		res.Set("encryption_enabled", p.Encryption.Enable)
+	}
+	if a.EncryptionKeys != "" {
+		res.Set("encryption_keys_rotated", p.Encryption.Keys == "rotate")
+		res.Set("encryption_key", p.Encryption.status.ActiveKey)
+	}
 	if p.changed() {
 		described := describe(after, p.Service, k3snode.UnitState{Loaded: true, Enabled: true, Active: true})
 		if p.Restart {
@@ -318,6 +337,12 @@ func planResult(req *ansible.Request, a args, s state, p plan, env *envChange, s
 		}
 		if p.Rotate {
 			described = strings.TrimSuffix(described, "\n") + " (restarted with new certificates: " + p.RotateWhy + ")\n"
+		}
+		switch p.Encryption.Keys {
+		case "rotate":
+			described = strings.TrimSuffix(described, "\n") + " (secrets encryption keys rotated here)\n"
+		case "restart":
+			described = strings.TrimSuffix(described, "\n") + " (restarted for the cluster's new secrets encryption key, made on " + p.Encryption.Lead + ")\n"
 		}
 		switch p.Token {
 		case "rotate":
@@ -359,11 +384,14 @@ func (n node) apply(ctx context.Context, req *ansible.Request, a args, p plan, n
 		}
 	}
 	if a.Role != "server" || !a.Wait {
-		return nil
+		return n.encryptionAfter(ctx, a, p.Encryption, res)
 	}
 	err := n.waitReady(ctx, req, a)
 	res.Set("ready", err == nil)
-	return err
+	if err != nil {
+		return err
+	}
+	return n.encryptionAfter(ctx, a, p.Encryption, res)
 }
 
 // tokens are the cluster tokens a server task deals with: the one its
@@ -418,6 +446,27 @@ func tokenChange(a args, t tokens, active bool) (string, error) {
 		return "", errors.New("token_rotation is rotate: k3s is not running on this server, and the token is rotated through its supervisor: start k3s first (with the token it has); nothing was changed")
 	}
 	return a.TokenRotation, nil
+}
+
+// clusterChanges decides what the task does about the cluster token
+// (tokenChange) and about secrets encryption (planEncryption).
+func (n node) clusterChanges(ctx context.Context, req *ansible.Request, a args, s state, t tokens) (string, encryptionWork, error) {
+	change, err := tokenChange(a, t, s.Unit.Active)
+	if err != nil {
+		return "", encryptionWork{}, err
+	}
+	enc, err := n.planEncryption(ctx, req, a, s)
+	return change, enc, err
+}
+
+// beforeWrite carries out what must come before the config is written: the
+// token's change (changeToken), then secrets encryption's
+// (encryptionBefore).
+func (n node) beforeWrite(ctx context.Context, a args, p plan, t tokens) error {
+	if err := n.changeToken(ctx, a, p, t); err != nil {
+		return err
+	}
+	return n.encryptionBefore(ctx, a, p.Encryption)
 }
 
 // changeToken carries the token's change out before the config is written:
@@ -480,6 +529,9 @@ type node struct {
 	// env is the unit's environment file as the task leaves it, nil when
 	// the task leaves it alone.
 	env *envChange
+	// patience is how long a k3s that has just started may answer its
+	// encryption status with an error (encryptionStatus): wait_timeout.
+	patience time.Duration
 }
 
 // read finds the installed version, the state of both units and, for

@@ -112,6 +112,29 @@ options:
     - k3s's data directory (k3s C(data-dir)); the airgap images go under it.
     type: path
     default: /var/lib/rancher/k3s
+  encryption_keys:
+    description:
+    - 'On a server whose C(k3s_config) turns C(secrets-encryption) on, once every
+      server runs with it: the secrets encryption keys, as C(k3s secrets-encrypt rotate-keys)
+      makes them (C(PUT /v1-k3s/encrypt/config) with stage C(rotate_keys) to this
+      server''s supervisor: k3s adds a new key, makes it the active one, writes every
+      Secret again with it and removes the old one). The task then waits, within O(wait_timeout),
+      until k3s''s status says C(reencrypt_finished) with the new key. k3s refuses
+      unless every server is on the same encryption config; so does this task, before
+      asking.'
+    - 'C(rotate): rotate them now (each run: a new key). C(ensure): only where no
+      key was ever made (the identity provider alone, what O(secrets_encryption) leaves),
+      so that a second run changes nothing. Both on one server, first, with k3s running.'
+    - 'C(follow): on each other server, one at a time: when its active key is not
+      the one of the server O(rotated_on), restart k3s, which takes the cluster''s
+      encryption config from the datastore as it starts, and wait until its status
+      names that key. Nothing is done where the keys are the same.'
+    - Key names (C(AES-CBC aescbckey-<time>)) are returned, never a key.
+    type: str
+    choices:
+    - rotate
+    - ensure
+    - follow
   install_script_sha256:
     description:
     - sha256 of the install script; when set, a script with another sum is refused
@@ -242,12 +265,42 @@ options:
     default: 0
   rotated_on:
     description:
-    - 'With C(token_rotation=follow): the server the token was rotated on, as C(https://host:port).
-      Default C(k3s_config.server); name the server itself where that is a load balancer
-      or a virtual address, which may lead to a server not restarted yet.'
+    - 'With C(token_rotation=follow): the server the token was rotated on; with C(secrets_encryption=follow)
+      or C(encryption_keys=follow), the server that enabled secrets encryption or
+      rotated its keys; as C(https://host:port). Default C(k3s_config.server); name
+      the server itself where that is a load balancer or a virtual address, which
+      may lead to a server not restarted yet.'
     - Must be an https URL such as https://10.0.0.1:6443; checked before anything
       is done.
     type: str
+  secrets_encryption:
+    description:
+    - 'On a server whose C(k3s_config) turns C(secrets-encryption) on: turn it on
+      for a cluster that runs without it, as k3s documents it for one (k3s C(secrets-encrypt
+      enable) on one server, then every server restarted with C(secrets-encryption));
+      then O(encryption_keys) makes the first key. A new cluster needs neither: k3s
+      makes its key as it starts with C(secrets-encryption).'
+    - 'C(enable): where the server has no encryption config (C(<data_dir>/server/cred/encryption-config.json)),
+      this server''s k3s enables it before the config is written (C(PUT /v1-k3s/encrypt/config)
+      to its supervisor as C(k3s secrets-encrypt enable) sends it, with the cluster
+      secret read from C(<data_dir>/server/token)): k3s writes an encryption config
+      with the identity provider alone and keeps it in the datastore for the other
+      servers. Then the config is written and k3s restarted with it. k3s must be running
+      here. Done on one server, first.'
+    - 'C(follow): before anything is written, the server O(rotated_on) must have enabled
+      it (its status, C(GET /v1-k3s/encrypt/status)), else the task fails and nothing
+      changes: k3s here would make a key of its own (k3s issue 7195). Then the config
+      is written and k3s restarted with it, one server at a time, taking the encryption
+      config from the datastore.'
+    - 'Without it, a server whose config turns C(secrets-encryption) on for a running
+      cluster without an encryption config is refused. Whatever the options, a server
+      whose encryption config has a key and whose config does not turn C(secrets-encryption)
+      on is refused before anything is written: k3s started without it could not read
+      its Secrets.'
+    type: str
+    choices:
+    - enable
+    - follow
   state:
     description:
     - 'C(absent) takes the node back to bare: k3s''s own uninstall scripts (C(k3s-uninstall.sh)
@@ -417,6 +470,28 @@ certificates_rotated:
   returned: when rotate_certificates is true
   type: bool
   sample: true
+encryption_enabled:
+  description:
+  - 'Whether this server''s k3s enabled secrets encryption for the running cluster
+    (O(secrets_encryption=enable)); in check mode: would have.'
+  returned: when secrets_encryption is given
+  type: bool
+  sample: true
+encryption_key:
+  description:
+  - 'The name of the secrets encryption key Secrets are written with on this server,
+    from k3s''s status, after the task (in check mode and where k3s is not running:
+    before it); empty where there is none. A name, never a key.'
+  returned: when encryption_keys is given
+  type: str
+  sample: AES-CBC aescbckey-2026-12-07T05:00:00Z
+encryption_keys_rotated:
+  description:
+  - 'Whether the secrets encryption keys were rotated on this server (O(encryption_keys));
+    in check mode: would be.'
+  returned: when encryption_keys is given
+  type: bool
+  sample: true
 k3s_config:
   description:
   - The result of module gitops.k3s_flux.k3s_config (C(restart_needed), C(node_name),
@@ -567,6 +642,14 @@ def main():
             "token_rotation": {
                 "type": "str",
                 "choices": ["rotate", "follow"],
+            },
+            "secrets_encryption": {
+                "type": "str",
+                "choices": ["enable", "follow"],
+            },
+            "encryption_keys": {
+                "type": "str",
+                "choices": ["rotate", "ensure", "follow"],
             },
             "rotated_on": {
                 "type": "str",

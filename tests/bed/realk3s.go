@@ -121,6 +121,7 @@ type serverNodes struct {
 	kwokProc   *Process
 	server     *testhosts.Host                  // the server kwok talks to
 	clients    map[*testhosts.Host]serverClient // only loop's goroutine uses it
+	annotated  map[*testhosts.Host]string       // the k3s pid whose start annotateEncryption played; loop's only
 	stopped    chan struct{}
 	done       chan struct{}
 }
@@ -133,7 +134,7 @@ func startServerNodes(dir string, hosts []*testhosts.Host) (*serverNodes, error)
 	if err := os.MkdirAll(filepath.Join(dir, "logs"), 0o700); err != nil {
 		return nil, err
 	}
-	s := &serverNodes{dir: dir, kwok: kwok, hosts: hosts, clients: map[*testhosts.Host]serverClient{}, stopped: make(chan struct{}), done: make(chan struct{})}
+	s := &serverNodes{dir: dir, kwok: kwok, hosts: hosts, clients: map[*testhosts.Host]serverClient{}, annotated: map[*testhosts.Host]string{}, stopped: make(chan struct{}), done: make(chan struct{})}
 	go s.loop()
 	return s, nil
 }
@@ -154,11 +155,21 @@ func (s *serverNodes) loop() {
 	}
 }
 
-var nodeNameKey = regexp.MustCompile(`(?m)^node-name:\s*["']?([^"'\s]+)`)
+var (
+	nodeNameKey          = regexp.MustCompile(`(?m)^node-name:\s*["']?([^"'\s]+)`)
+	secretsEncryptionKey = regexp.MustCompile(`(?m)^secrets-encryption:\s*["']?(true|yes|on)\b`)
+)
 
 // hostFiles is what register reads of a host in one exec: its admin
 // kubeconfig, then, after the marker, its k3s config and drop-ins.
 const hostFiles = "cat /etc/rancher/k3s/k3s.yaml 2>/dev/null; echo '#--- k3s config'; cat /etc/rancher/k3s/config.yaml /etc/rancher/k3s/config.yaml.d/*.yaml 2>/dev/null; true"
+
+// encryptionFiles is what annotateEncryption reads of a host, once its k3s
+// answered (k3s reconciles its files with the datastore before its API
+// serves): the pid of the k3s the systemctl stand-in runs
+// (k3sstandin/systemctl.sh), then k3s's encryption hash file (the default
+// data-dir: the bed's servers use it).
+const encryptionFiles = "cat /var/lib/testhost/systemd/k3s.pid 2>/dev/null; echo '#--- encryption hash'; cat /var/lib/rancher/k3s/server/cred/encryption-state.json 2>/dev/null; true"
 
 // register makes h's Node once its server answers.
 func (s *serverNodes) register(h *testhosts.Host) error {
@@ -198,12 +209,13 @@ func (s *serverNodes) register(h *testhosts.Host) error {
 	nodeInfo := corev1.NodeSystemInfo{KubeletVersion: sv.GitVersion, ContainerRuntimeVersion: "containerd://2.1.5-k3s1"}
 	existing, err := kc.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 	if err == nil {
-		if existing.Status.NodeInfo.KubeletVersion == sv.GitVersion {
-			return nil
+		if existing.Status.NodeInfo.KubeletVersion != sv.GitVersion {
+			patch, _ := json.Marshal(map[string]any{"status": map[string]any{"nodeInfo": nodeInfo}})
+			if _, err = kc.CoreV1().Nodes().Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
+				return err
+			}
 		}
-		patch, _ := json.Marshal(map[string]any{"status": map[string]any{"nodeInfo": nodeInfo}})
-		_, err = kc.CoreV1().Nodes().Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
-		return err
+		return s.annotateEncryption(ctx, kc, h, name, configs)
 	}
 	if !apierrors.IsNotFound(err) {
 		return err
@@ -223,6 +235,41 @@ func (s *serverNodes) register(h *testhosts.Host) error {
 	node.Status.NodeInfo = nodeInfo
 	_, err = kc.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
 	return err
+}
+
+// annotateEncryption plays, once for each start of h's k3s, the rest of
+// what k3s does for its server's Node when its agent runs
+// (pkg/server/server.go, setNodeLabelsAndAnnotations, skipped with
+// disable-agent): with secrets-encryption, the Node's
+// k3s.io/encryption-config-hash set from k3s's encryption hash file
+// (pkg/secretsencrypt/config.go, BootstrapEncryptionHashAnnotation). As
+// k3s, it tries again until it succeeds, and a missing file is an error.
+// k3s's secrets-encrypt handlers read and write that annotation on the Node
+// named NODE_NAME, which k3s's agent sets in the server's process
+// (pkg/agent/config/config.go) and the systemctl stand-in gives the real
+// k3s server here (TESTBED_NODE_NAME, k3sstandin/unitrun).
+func (s *serverNodes) annotateEncryption(ctx context.Context, kc *kubernetes.Clientset, h *testhosts.Host, name, configs string) error {
+	if !secretsEncryptionKey.MatchString(configs) {
+		return nil
+	}
+	raw, err := h.Exec(encryptionFiles)
+	if err != nil {
+		return err
+	}
+	pid, hash, _ := strings.Cut(raw, "#--- encryption hash")
+	pid, hash = strings.TrimSpace(pid), strings.TrimSpace(hash)
+	if pid == "" || s.annotated[h] == pid {
+		return nil
+	}
+	if hash == "" {
+		return errors.New("secrets-encryption, but no encryption hash file yet")
+	}
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{"k3s.io/encryption-config-hash": hash}}})
+	if _, err := kc.CoreV1().Nodes().Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		return err
+	}
+	s.annotated[h] = pid
+	return nil
 }
 
 // client is a client of h's server from its admin kubeconfig, kept while

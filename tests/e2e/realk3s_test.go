@@ -8,12 +8,14 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
+	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -279,13 +281,7 @@ func TestRealK3sEmbeddedEtcd(t *testing.T) {
 		require.NotEmpty(t, snapshot)
 		servers := []string{"node1", "node2", "node3"}
 		node1 := b.Hosts.Host("node1")
-		storedSecret := func(name string) string {
-			raw, err := b.Hosts.Host(name).Exec("cat /var/lib/rancher/k3s/server/token")
-			require.NoError(t, err)
-			_, secret, found := strings.Cut(strings.TrimSpace(raw), "::server:")
-			require.True(t, found, "k3s's server/token is K10<hash>::server:<secret>")
-			return secret
-		}
+		storedSecret := func(name string) string { return storedClusterSecret(t, b.Hosts.Host(name)) }
 		oldToken, err := node1.Exec("cat /var/lib/rancher/k3s/server/token")
 		require.NoError(t, err)
 		oldToken = strings.TrimSpace(oldToken)
@@ -354,6 +350,104 @@ func TestRealK3sEmbeddedEtcd(t *testing.T) {
 		r = run("k8s.yml", nil)
 		require.NoError(t, r.err, r.output)
 		assert.Equal(t, everyone, r.changed(), r.output)
+	})
+
+	// k3s's secrets-encrypt handlers need what k3s's agent gives a server (NODE_NAME, the Node's
+	// encryption hash annotation); the bed plays that part for its agentless servers
+	// (tests/bed/realk3s.go, annotateEncryption), and k3s's own status and rotation run as they are.
+	t.Run("secrets encryption turned on for the running cluster, its keys rotated, a Secret written before read after", func(t *testing.T) {
+		node1 := b.Hosts.Host("node1")
+		servers := []string{"node1", "node2", "node3"}
+		const value = "plain-before-encryption-4711"
+		kc, _, err := b.Clients()
+		require.NoError(t, err)
+		_, err = kc.CoreV1().Secrets("default").Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "written-before"},
+			StringData: map[string]string{"value": value}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		// stored is the Secret as etcd holds it now (a snapshot would also hold etcd's older
+		// revisions until it compacts and defragments).
+		stored := func() string { return etcdValue(t, node1, "/registry/secrets/default/written-before") }
+		// status is k3s's own `k3s secrets-encrypt status` on a server, flattened.
+		status := func(name string) string {
+			out, err := b.Hosts.Host(name).Exec("k3s secrets-encrypt status")
+			require.NoError(t, err, out)
+			return strings.Join(strings.Fields(out), " ")
+		}
+		activeKey := regexp.MustCompile(`AES-CBC (aescbckey\S*)`)
+		require.Contains(t, stored(), value, "without encryption, etcd holds the Secret in the clear")
+
+		base["k8s_cluster_secrets_encryption"] = true
+		r := run("k8s.yml", nil, "--check", "--diff")
+		require.NoError(t, r.err, r.output)
+		for _, name := range servers {
+			assert.Positive(t, r.changed()[name], "%s would change: %s", name, r.output)
+		}
+		assert.Contains(t, status("node1"), "Encryption Status: Disabled, no configuration file found", "--check changed nothing")
+
+		r = run("k8s.yml", nil, "--diff")
+		require.NoError(t, r.err, r.output)
+		var key string
+		for _, name := range servers {
+			st := status(name)
+			assert.Contains(t, st, "Encryption Status: Enabled", name)
+			assert.Contains(t, st, "Current Rotation Stage: reencrypt_finished", name)
+			assert.Contains(t, st, "Server Encryption Hashes: All hashes match", name)
+			m := activeKey.FindStringSubmatch(st)
+			require.NotNil(t, m, "%s: %s", name, st)
+			if key == "" {
+				key = m[1]
+			}
+			assert.Equal(t, key, m[1], "%s writes Secrets with the first controller's key", name)
+		}
+		assert.True(t, strings.HasPrefix(stored(), "k8s:enc:aescbc:v1:"+key+":"), "written again with the key: %q", stored())
+		assert.NotContains(t, stored(), value)
+		got, err := kc.CoreV1().Secrets("default").Get(ctx, "written-before", metav1.GetOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, value, string(got.Data["value"]), "the Secret written before, read after")
+
+		// The play's second run, that it changes nothing, comes after the rotation below: enabled
+		// and rotated, a server's config and state are what enabling alone leaves.
+		r = run("rotate_encryption_keys.yml", nil, "--check", "--diff")
+		require.NoError(t, r.err, r.output)
+		assert.Contains(t, status("node1"), key, "--check rotated nothing")
+		r = run("rotate_encryption_keys.yml", nil, "-vvv")
+		require.NoError(t, r.err, r.output)
+		// Never a key, old or new, nor the cluster secret the supervisor is asked with.
+		config, err := node1.Exec("cat /var/lib/rancher/k3s/server/cred/encryption-config.json")
+		require.NoError(t, err)
+		keys := regexp.MustCompile(`"secret":"([^"]+)"`).FindAllStringSubmatch(config, -1)
+		require.NotEmpty(t, keys)
+		secrets := []string{storedClusterSecret(t, node1)}
+		for _, k := range keys {
+			secrets = append(secrets, k[1])
+		}
+		assertNoSecret(t, r.output, secrets...)
+		var rotated string
+		for _, name := range servers {
+			m := activeKey.FindStringSubmatch(status(name))
+			require.NotNil(t, m, name)
+			if rotated == "" {
+				rotated = m[1]
+			}
+			assert.Equal(t, rotated, m[1], "%s took the new key", name)
+		}
+		assert.NotEqual(t, key, rotated, "a new key")
+		assert.True(t, strings.HasPrefix(stored(), "k8s:enc:aescbc:v1:"+rotated+":"), "written again with the new key: %q", stored())
+		assert.Contains(t, strings.Join(strings.Fields(r.output), " "), "every server writes Secrets with AES-CBC "+rotated)
+		got, err = kc.CoreV1().Secrets("default").Get(ctx, "written-before", metav1.GetOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, value, string(got.Data["value"]))
+		assert.Equal(t, []string{"node1", "node2", "node3"}, etcdMembers())
+		r = run("k8s.yml", nil)
+		require.NoError(t, r.err, r.output)
+		assert.Equal(t, everyone, r.changed(), r.output)
+
+		// Turning it off by leaving the variable out is refused: k3s could not read the Secrets.
+		delete(base, "k8s_cluster_secrets_encryption")
+		r = run("k8s.yml", nil)
+		require.Error(t, r.err, r.output)
+		assert.Contains(t, strings.Join(strings.Fields(r.output), " "), "this server's Secrets are encrypted")
+		base["k8s_cluster_secrets_encryption"] = true
 	})
 
 	t.Run("a rebuilt server other than the first joins again", func(t *testing.T) {
@@ -440,6 +534,43 @@ func TestRealK3sEmbeddedEtcd(t *testing.T) {
 		require.NoError(t, r.err, r.output)
 		assert.Equal(t, everyone, r.changed(), r.output)
 	})
+}
+
+// etcdValue is key's value in the etcd of host's k3s server, read on the
+// host through etcd's JSON gateway (POST /v3/kv/range), which k3s serves on
+// the loopback only, on port 2382 (pkg/etcd/etcd.go, listenClientHTTPURLs;
+// 2379 serves gRPC alone), with k3s's own etcd client certificate; "" when
+// there is none.
+func etcdValue(t *testing.T, host *testhosts.Host, key string) string {
+	t.Helper()
+	const tlsDir = "/var/lib/rancher/k3s/server/tls/etcd/"
+	body, _ := json.Marshal(map[string]string{"key": base64.StdEncoding.EncodeToString([]byte(key))})
+	out, err := host.Exec("curl -sS --fail --cacert " + tlsDir + "server-ca.crt --cert " + tlsDir + "client.crt --key " + tlsDir + "client.key" +
+		" -H 'Content-Type: application/json' -d '" + string(body) + "' https://127.0.0.1:2382/v3/kv/range")
+	require.NoError(t, err, out)
+	var got struct {
+		KVs []struct {
+			Value string `json:"value"`
+		} `json:"kvs"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &got), out)
+	if len(got.KVs) == 0 {
+		return ""
+	}
+	raw, err := base64.StdEncoding.DecodeString(got.KVs[0].Value)
+	require.NoError(t, err)
+	return string(raw)
+}
+
+// storedClusterSecret is the password of the token host's k3s server runs
+// with (its server/token).
+func storedClusterSecret(t *testing.T, host *testhosts.Host) string {
+	t.Helper()
+	raw, err := host.Exec("cat /var/lib/rancher/k3s/server/token")
+	require.NoError(t, err)
+	_, secret, found := strings.Cut(strings.TrimSpace(raw), "::server:")
+	require.True(t, found, "k3s's server/token is K10<hash>::server:<secret>")
+	return secret
 }
 
 // assertNoSecret fails the test for each secret that output holds.

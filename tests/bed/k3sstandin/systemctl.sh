@@ -83,9 +83,21 @@ supervise() {
     rm -f "$main"
     # A host running the real k3s server: the test bed's drop-in
     # (tests/bed/realk3s.go), back after an uninstall removed it.
+    # Its agent's NODE_NAME too (unitrun): the config's last node-name, else the host name in
+    # lower case, as k3s's agent names the node (pkg/agent/config/config.go, getHostnameAndIPs);
+    # with-node-id's suffix is not played: with it, no NODE_NAME (as with no agent), said in the
+    # journal.
+    nodename=""
     if [ "$unit" = k3s ] && [ -f "$MACHINE/k3s-testbed.yaml" ]; then
       mkdir -p /etc/rancher/k3s/config.yaml.d
       cp "$MACHINE/k3s-testbed.yaml" /etc/rancher/k3s/config.yaml.d/99-testbed.yaml
+      configs=$(cat /etc/rancher/k3s/config.yaml /etc/rancher/k3s/config.yaml.d/*.yaml 2>/dev/null)
+      nodename=$(printf '%s\n' "$configs" | sed -n "s/^node-name:[[:space:]]*[\"']\{0,1\}\([^\"' ]*\).*/\1/p" | tail -n 1)
+      [ -n "$nodename" ] || nodename=$(hostname | tr '[:upper:]' '[:lower:]')
+      if printf '%s\n' "$configs" | grep -q '^with-node-id:[[:space:]]*true'; then
+        journal "$unit.service: the test bed's real k3s runs without its agent, which would add with-node-id's suffix to NODE_NAME: no NODE_NAME"
+        nodename=""
+      fi
     fi
     # systemd binds the notify socket before the unit starts: k3s's READY=1 is never lost. The
     # last listener's socket file outlives it, so it goes first, and k3s starts only once the
@@ -96,7 +108,7 @@ supervise() {
     while [ ! -S "$notify" ] && kill -0 "$listener" 2>/dev/null; do sleep 0.01; done
     if [ -S "$notify" ]; then trail "listener $listener bound $notify"; else trail "listener $listener exited before binding $notify"; fi
     rm -f "$STATE/$unit.status"
-    { (NOTIFY_SOCKET="$notify" exec "$UNITRUN" exec "$unitfile") 2>&1 </dev/null & echo $! >"$main"; wait $!; echo $? >"$STATE/$unit.status"; } |
+    { (NOTIFY_SOCKET="$notify" TESTBED_NODE_NAME="$nodename" exec "$UNITRUN" exec "$unitfile") 2>&1 </dev/null & echo $! >"$main"; wait $!; echo $? >"$STATE/$unit.status"; } |
       awk -W interactive '{ print systime() " " $0; fflush() }' >>"$log" &
     pipeline=$!
     while [ ! -s "$main" ]; do sleep 0.05; done

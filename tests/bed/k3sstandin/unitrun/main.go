@@ -149,6 +149,14 @@ func run(path string) error {
 		}
 		env = append(env, vars...)
 	}
+	// A real k3s server run without its agent (the test bed's, with
+	// disable-agent): NODE_NAME, which k3s's agent sets in the server's
+	// process (pkg/agent/config/config.go, get: os.Setenv("NODE_NAME", ...))
+	// and its secrets-encrypt handlers read (pkg/server/handlers/
+	// secrets-encrypt.go), from the systemctl stand-in.
+	if name := os.Getenv("TESTBED_NODE_NAME"); name != "" {
+		env = append(env, "NODE_NAME="+name)
+	}
 	setLimits(u.limits)
 	syscall.Umask(0o022)
 	if err := os.Chdir("/"); err != nil {
