@@ -114,13 +114,17 @@ e2e-tools:
 # pass measured, under make soak LOADED=1 (the 2.14 pass past 2400 s, beside the other pass and
 # the integration tier on the one core the load leaves; about 1400 s unloaded).
 E2E_TIMEOUT ?= 60m
+# -parallel 64: the tests' own parallel (tests/e2e/e2e_test.go) decides how many run at once and
+# which first; go test's limit, above the number of tests, never makes one wait. -vet=off: make
+# lint vets the e2e tag already.
+E2E_GOTEST = go test -tags e2e -count=1 -vet=off -parallel 64 -timeout $(E2E_TIMEOUT) -v
 e2e-pass-debian:
 	just="$$(hack/just.sh)" && PATH="$$just:$$PATH" E2E_ANSIBLE_CORE="$(DEBIAN_ANSIBLE_CORE)" E2E_PIPELINING=false \
-		go test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -v $(GOTESTFLAGS) ./tests/e2e/...
+		$(E2E_GOTEST) $(GOTESTFLAGS) ./tests/e2e/...
 
 e2e-pass-pypi:
 	venv="$$(hack/venv.sh)" && just="$$(hack/just.sh)" && PATH="$$venv/bin:$$just:$$PATH" E2E_ANSIBLE_CORE="$(PYPI_ANSIBLE_CORE)" E2E_PIPELINING=true K3SF_BED_SLOT=1 \
-		go test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -v $(GOTESTFLAGS) ./tests/e2e/...
+		$(E2E_GOTEST) $(GOTESTFLAGS) ./tests/e2e/...
 
 N ?= 3
 

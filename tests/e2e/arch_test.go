@@ -19,6 +19,7 @@ import (
 // qemu-user-static), no Python on any. The action plugins send each host
 // the binaries built for its CPU, and they really run there.
 func TestArmNodes(t *testing.T) {
+	parallel(t, false)
 	c := installCollection(t)
 	b := bed.Start(t, bed.Options{Name: "k3sfr", Subnet: "10.213.11", Hosts: []testhosts.HostSpec{
 		{Name: "node1", Group: "k3s_controllers"},

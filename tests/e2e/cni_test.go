@@ -50,6 +50,7 @@ spec:
 // operator and the Flux controllers on NotReady nodes, and ends when the
 // nodes are Ready.
 func TestCNIFromFlux(t *testing.T) {
+	parallel(t, false)
 	c := installCollection(t)
 	b := bed.Start(t, bed.Options{Name: "k3sfn", Subnet: "10.213.12", Controllers: 1, Workers: 1, Flux: true})
 	dir := t.TempDir()

@@ -103,6 +103,41 @@ func installRelease(root string) (string, error) {
 	return r.Install(dir)
 }
 
+// concurrent is how many tests of a pass run at once besides the longest.
+const concurrent = 2
+
+// running counts this pass's tests that parallel let run.
+var running struct {
+	sync.Mutex
+	free *sync.Cond
+	n    int
+}
+
+func init() { running.free = sync.NewCond(&running.Mutex) }
+
+// parallel runs t beside the other tests of its pass once the sequential ones are done, as
+// t.Parallel() does, in an order of our own. go test starts its paused tests in no order it
+// promises: it started the longest, TestRealK3sEmbeddedEtcd, last in both passes, so that its last
+// ten minutes ran alone. longest is for that one: it starts at once; the others wait while
+// `concurrent` tests run. The Makefile raises go test's -parallel above the number of tests, so
+// go test never makes one wait.
+func parallel(t *testing.T, longest bool) {
+	t.Helper()
+	t.Parallel()
+	running.Lock()
+	for !longest && running.n >= concurrent {
+		running.free.Wait()
+	}
+	running.n++
+	running.Unlock()
+	t.Cleanup(func() {
+		running.Lock()
+		running.n--
+		running.Unlock()
+		running.free.Signal()
+	})
+}
+
 // pipelining says whether this pass runs with Ansible's pipelining on
 // (make test-e2e: off with Debian's ansible-core, Ansible's default; on
 // with the newer one), so both ways a task reaches a node are tested.

@@ -37,7 +37,7 @@ const jobUID = 1000570000
 // in a network namespace on the bed's subnet alone: the hosts and the cluster's API, nothing else.
 func TestExecutionEnvironment(t *testing.T) {
 	// Mostly waiting on k3s and Flux: beside the other waiting tests.
-	t.Parallel()
+	parallel(t, false)
 	c := installCollection(t)
 	b := bed.Start(t, bed.Options{Name: "k3sfx", Subnet: "10.213.22", Controllers: 1, Workers: 1, Flux: true})
 	// The job's network: the bed's subnet alone, as an EE job's reaches the managed hosts and the

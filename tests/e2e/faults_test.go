@@ -22,7 +22,7 @@ import (
 func TestNodeLostMidPlay(t *testing.T) {
 	// Mostly waiting (SSH keepalives, k3s's retries and restarts): run beside the other
 	// waiting test, TestNodeLostMidPlay or TestStrictK3sJoin, once the others are done.
-	t.Parallel()
+	parallel(t, false)
 	c := installCollection(t)
 	b := bed.Start(t, bed.Options{Name: "k3sfl", Subnet: "10.213.9", Controllers: 1, Workers: 2})
 	dir := t.TempDir()

@@ -23,7 +23,7 @@ import (
 // role, and the agent joins the server through them; a second run changes
 // nothing; reset takes out the rules the role added, and only those.
 func TestPrepareOpensTheFirewall(t *testing.T) {
-	t.Parallel()
+	parallel(t, false)
 	c := installCollection(t)
 	b := bed.Start(t, bed.Options{Name: "k3sfw", Subnet: "10.213.18", Hosts: []testhosts.HostSpec{
 		{Name: "node1", Group: "k3s_controllers", Firewall: "ufw"},

@@ -39,6 +39,7 @@ func scenario(c collection, name string) string {
 // check and verify, against 1 controller and 2 workers over SSH, the test
 // bed's API server and the real Flux Operator and controllers.
 func TestBootstrapPlay(t *testing.T) {
+	parallel(t, false)
 	c := installCollection(t)
 	b := bed.Start(t, bed.Options{Name: "k3sfp", Subnet: "10.213.7", Controllers: 1, Workers: 2, Flux: true})
 	dir := t.TempDir()

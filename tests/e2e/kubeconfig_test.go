@@ -54,7 +54,7 @@ contexts:
 // output; the context reaches the cluster; a second run changes nothing;
 // reset takes the context out and keeps the rest.
 func TestKubeconfigMergeKeepsOtherContexts(t *testing.T) {
-	t.Parallel()
+	parallel(t, false)
 	c := installCollection(t)
 	b := bed.Start(t, bed.Options{Name: "k3sfg", Subnet: "10.213.19", Controllers: 1})
 	home := t.TempDir()

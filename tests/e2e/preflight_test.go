@@ -28,7 +28,7 @@ import (
 // Every other play test runs the same checks, strict, on hosts that pass.
 func TestPreflightFindingsChangeNothing(t *testing.T) {
 	// Short, and mostly SSH: beside the other waiting tests.
-	t.Parallel()
+	parallel(t, false)
 	c := installCollection(t)
 	b := bed.Start(t, bed.Options{Name: "k3sfc", Subnet: "10.213.14", Controllers: 1, Workers: 1})
 	server, worker := b.Hosts.Host("node1"), b.Hosts.Host("node2")

@@ -21,7 +21,7 @@ import (
 // reboots the Pi without Python (k3s_reboot: a new boot id) and converges; a second run changes nothing and reboots
 // nothing.
 func TestPrepareAPi(t *testing.T) {
-	t.Parallel()
+	parallel(t, false)
 	c := installCollection(t)
 	b := bed.Start(t, bed.Options{Name: "k3sfm", Subnet: "10.213.15", Controllers: 1, Workers: 1})
 	worker := b.Hosts.Host("node2")

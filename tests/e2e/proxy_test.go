@@ -23,7 +23,7 @@ import (
 // holds it (percent-encoded: it has @ and :) nor decoded; a second run
 // changes nothing.
 func TestPrepareBehindProxy(t *testing.T) {
-	t.Parallel()
+	parallel(t, false)
 	c := installCollection(t)
 	b := bed.Start(t, bed.Options{Name: "k3sfq", Subnet: "10.213.17", Controllers: 1, Workers: 1, ProxyDownloads: true})
 	proxy := map[string]any{"http": b.Proxy.URL, "https": b.Proxy.URL, "no_proxy": []any{".home.arpa"}}

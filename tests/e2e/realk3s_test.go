@@ -37,6 +37,7 @@ import (
 // TestRealK3sSingleServer: one server from bare with k3s's own install.sh
 // and the k3s built from its source; the second run changes nothing.
 func TestRealK3sSingleServer(t *testing.T) {
+	parallel(t, false)
 	c := installCollection(t)
 	b := bed.Start(t, bed.Options{Name: "k3sr1", Subnet: "10.213.30", Controllers: 1, RealK3s: true})
 	node1 := b.Hosts.Host("node1")
@@ -139,7 +140,7 @@ func TestRealK3sEmbeddedEtcd(t *testing.T) {
 	// other's defrag renames member/snap/db.tmp.N away: "failed to create temporary datastore
 	// client: open .../db.tmp.N: no such file or directory". A k3s race that a loaded Pi can meet
 	// too, which k3s_etcd_restore now runs the reset again for (defragRace).
-	t.Parallel()
+	parallel(t, true)
 	c := installCollection(t)
 	b := bed.Start(t, bed.Options{Name: "k3sr3", Subnet: "10.213.31", Controllers: 3, RealK3s: true, S3: true})
 	dir := t.TempDir()

@@ -32,7 +32,7 @@ import (
 // are not rebooted.
 func TestRebootRolling(t *testing.T) {
 	// Mostly waiting (reboots, drains): beside the other waiting tests.
-	t.Parallel()
+	parallel(t, false)
 	c := installCollection(t)
 	b := bed.Start(t, bed.Options{Name: "k3sfo", Subnet: "10.213.16", Controllers: 3, Workers: 1})
 	dir := t.TempDir()

@@ -19,7 +19,7 @@ import (
 // inventory's hosts point at a closed port on the loopback address, so a
 // host contacted would be UNREACHABLE instead.
 func TestRoleRefusesBadVariablesBeforeAnyHost(t *testing.T) {
-	t.Parallel()
+	parallel(t, false)
 	c := installCollection(t)
 	dir := t.TempDir()
 	inventory := func(controllers int) string {

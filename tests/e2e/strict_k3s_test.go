@@ -31,7 +31,7 @@ import (
 func TestStrictK3sJoin(t *testing.T) {
 	// Mostly waiting (SSH keepalives, k3s's retries and restarts): run beside the other
 	// waiting test, TestNodeLostMidPlay or TestStrictK3sJoin, once the others are done.
-	t.Parallel()
+	parallel(t, false)
 	c := installCollection(t)
 	b := bed.Start(t, bed.Options{Name: "k3sfj", Subnet: "10.213.13", Controllers: 1, Workers: 1})
 	dir := t.TempDir()

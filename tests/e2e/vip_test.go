@@ -77,7 +77,7 @@ func dryRunApply(t *testing.T, dc dynamic.Interface, manifest string) []string {
 // kubeconfig pointed at it; a second run changes nothing; a bad address is
 // refused before anything changes.
 func TestVIPJoinsAgentsThroughTheAddress(t *testing.T) {
-	t.Parallel()
+	parallel(t, false)
 	c := installCollection(t)
 	b := bed.Start(t, bed.Options{Name: "k3sfv", Subnet: "10.213.20", Controllers: 1, Workers: 1})
 	// On the test network, which the bed names (testhosts.SlotEnv moves it).
