@@ -124,12 +124,17 @@ func init() { running.free = sync.NewCond(&running.Mutex) }
 func parallel(t *testing.T, longest bool) {
 	t.Helper()
 	t.Parallel()
+	// go test's duration of the test counts this wait too: said here, for reading the durations.
+	asked := time.Now()
 	running.Lock()
 	for !longest && running.n >= concurrent {
 		running.free.Wait()
 	}
 	running.n++
 	running.Unlock()
+	if waited := time.Since(asked); waited >= time.Second {
+		t.Logf("started after %s waiting for another test of the pass to end", waited.Round(time.Second))
+	}
 	t.Cleanup(func() {
 		running.Lock()
 		running.n--

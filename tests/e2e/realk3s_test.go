@@ -132,6 +132,19 @@ func TestRealK3sSingleServer(t *testing.T) {
 // servers' config), a restore that brings back what was deleted after the
 // snapshot with those settings still in the config, and a rebuilt server
 // other than the first that joins again.
+// realK3sInOnePass skips, in the pass with pipelining off (ansible-core 2.14), a subtest of
+// TestRealK3sEmbeddedEtcd whose plays that pass runs against the stand-in k3s in the tests named
+// by standIn: real k3s's side of them is shown in the other pass. Three real k3s servers are most
+// of an e2e run's CPU, and that test was both passes' last to end. What only real k3s shows runs
+// in both: the joins and a server rejoining, the certificate and token rotations, the restore
+// under the old token, secrets encryption.
+func realK3sInOnePass(t *testing.T, standIn string) {
+	t.Helper()
+	if !pipelining() {
+		t.Skipf("shown on real k3s in the pass with pipelining on; this pass runs its plays in %s", standIn)
+	}
+}
+
 func TestRealK3sEmbeddedEtcd(t *testing.T) {
 	// Beside the other tests of its pass (it is the longest, mostly waiting on k3s). Under that
 	// load k3s's own restore once failed: during --cluster-reset two of its goroutines each
@@ -241,6 +254,7 @@ func TestRealK3sEmbeddedEtcd(t *testing.T) {
 	})
 
 	t.Run("a rolling upgrade to another build", func(t *testing.T) {
+		realK3sInOnePass(t, "TestSnapshotBeforeRollingUpgrade")
 		upgrade := map[string]any{"k8s_cluster_k3s_version": b.Real.UpgradeVersion}
 		r := run("k8s.yml", upgrade)
 		require.NoError(t, r.err, r.output)
@@ -467,6 +481,7 @@ func TestRealK3sEmbeddedEtcd(t *testing.T) {
 	})
 
 	t.Run("a rebuilt first controller joins again", func(t *testing.T) {
+		realK3sInOnePass(t, "TestRebuildFirstControllerRejoins")
 		r := run("reset.yml", nil, "-l", "node1", "-e", "k8s_cluster_reset_confirmed=true")
 		require.NoError(t, r.err, r.output)
 		r = run("k8s.yml", nil)
@@ -484,6 +499,7 @@ func TestRealK3sEmbeddedEtcd(t *testing.T) {
 	})
 
 	t.Run("a snapshot restored after every server was reset and rebuilt", func(t *testing.T) {
+		realK3sInOnePass(t, "TestRestoreSnapshot and TestHAReset")
 		node1 := b.Hosts.Host("node1")
 		kc, _, err := b.Clients()
 		require.NoError(t, err)
