@@ -519,6 +519,13 @@ func TestRealK3sEmbeddedEtcd(t *testing.T) {
 		require.NoError(t, r.err, r.output)
 		r = run("k8s.yml", nil)
 		require.NoError(t, r.err, r.output)
+		// Secrets encryption still asked for (the subtest above): the new cluster starts with it.
+		// k3s answers its status once the bed has set the Node's hash annotation.
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			out, err := node1.Exec("k3s secrets-encrypt status")
+			assert.NoError(c, err, out)
+			assert.Contains(c, strings.Join(strings.Fields(out), " "), "Encryption Status: Enabled")
+		}, 5*time.Minute, time.Second, "a new cluster starts with secrets encryption")
 		newToken, err := node1.Exec("cat /var/lib/rancher/k3s/server/token")
 		require.NoError(t, err)
 		require.NotEqual(t, oldToken, strings.TrimSpace(newToken), "a new cluster, a new token")
