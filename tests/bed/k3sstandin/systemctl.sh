@@ -46,8 +46,8 @@ use() {
   wants="$UNITDIR/multi-user.target.wants/$unit.service"
 }
 
-# alive: the process whose pid is in file $1 runs (a zombie does not). Shell builtins only: the
-# supervisor asks ten times a second for every unit, and cat and grep there made most of the
+# alive: the process whose pid is in file $1 runs (a zombie does not). Shell builtins only: a
+# blocking start asks ten times a second, and cat and grep in such loops once made most of the
 # machine's processes (a few hundred a second in an e2e pass: CPU, and PIDs wrapping in minutes).
 alive() {
   _pid=""; _stat=""
