@@ -37,6 +37,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/gitops-k3s-flux/k3s_flux/internal/atomicfile"
 )
 
 func main() {
@@ -88,11 +90,7 @@ func listen(socket, state, journal, unit string) error {
 }
 
 func markActive(state, journal, unit string, now time.Time) error {
-	tmp := state + "." + strconv.Itoa(os.Getpid())
-	if err := os.WriteFile(tmp, []byte("active running\n"), 0o644); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, state); err != nil {
+	if err := atomicfile.Write(state, strings.NewReader("active running\n"), 0o644); err != nil {
 		return err
 	}
 	f, err := os.OpenFile(journal, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
