@@ -103,7 +103,8 @@ func installRelease(root string) (string, error) {
 	return r.Install(dir)
 }
 
-// concurrent is how many tests of a pass run at once besides the longest.
+// concurrent is how many tests of a pass parallel lets run at once; the longest starts even
+// when that many run, and counts among them while it runs.
 const concurrent = 2
 
 // running counts this pass's tests that parallel let run.
