@@ -701,7 +701,7 @@ func Down(name, dir string) error {
 	ifaces, _ := net.Interfaces()
 	for _, iface := range ifaces {
 		if strings.HasPrefix(iface.Name, name+"-") {
-			if err := run("ip", "link", "del", iface.Name); err != nil && !strings.Contains(err.Error(), "Cannot find device") {
+			if err := run("ip", "link", "del", iface.Name); err != nil && !linkGone(err) {
 				errs = append(errs, err)
 			}
 		}
@@ -710,6 +710,14 @@ func Down(name, dir string) error {
 		errs = append(errs, fmt.Errorf("remove %s: %w", dir, err))
 	}
 	return errors.Join(errs...)
+}
+
+// linkGone tells whether `ip link del` failed only because the link was no
+// longer there: "Cannot find device" when it was gone before ip looked its
+// name up, "No such device" from the kernel when the namespace's deletion
+// took it between that lookup and the delete.
+func linkGone(err error) bool {
+	return strings.Contains(err.Error(), "Cannot find device") || strings.Contains(err.Error(), "No such device")
 }
 
 // isOurSSHD tells whether pid is still the sshd started for a host whose
