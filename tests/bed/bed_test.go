@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -167,5 +168,21 @@ spec:
 			_, err := kc.CoreV1().ConfigMaps("infra").Get(ctx, "extra", metav1.GetOptions{})
 			return err == nil
 		}, time.Minute, 250*time.Millisecond)
+	})
+
+	// kustomize-controller removes the kustomization-* directories in its temporary directory when
+	// it starts (its main.go, purgeStaleTempDirs): in a bed, only its own.
+	t.Run("a kustomize-controller starting removes what it left in its own temporary directory, no other bed's", func(t *testing.T) {
+		others, err := os.MkdirTemp("", "kustomization-")
+		require.NoError(t, err, "as another bed's build holds it")
+		t.Cleanup(func() { _ = os.RemoveAll(others) })
+		left := filepath.Join(b.Flux.TempDir("kustomize-controller"), "kustomization-left")
+		require.NoError(t, os.Mkdir(left, 0o700))
+		require.NoError(t, b.Flux.Restart("kustomize-controller"))
+		require.Eventually(t, func() bool {
+			_, err := os.Stat(left)
+			return os.IsNotExist(err)
+		}, time.Minute, 100*time.Millisecond, "the new process purged its own")
+		assert.DirExists(t, others)
 	})
 }

@@ -20,13 +20,14 @@ type Flux struct {
 	// (its module's config/data), so no artifact is fetched.
 	StoragePath string
 	procs       []*Process
+	dir         string
 }
 
 // fluxNamespace is where the operator and the controllers run.
 const fluxNamespace = "flux-system"
 
 func startFlux(ctx context.Context, b *Bed, dir string) (f *Flux, err error) {
-	f = &Flux{StoragePath: filepath.Join(toolDir("flux-operator", "FLUX_OPERATOR_VERSION"), "data")}
+	f = &Flux{StoragePath: filepath.Join(toolDir("flux-operator", "FLUX_OPERATOR_VERSION"), "data"), dir: dir}
 	defer func() {
 		if err != nil {
 			f.stop()
@@ -79,7 +80,16 @@ func startFlux(ctx context.Context, b *Bed, dir string) (f *Flux, err error) {
 		{"kustomize-controller", nil, []string{kustomize, "--enable-leader-election=false", "--watch-all-namespaces",
 			"--metrics-addr=" + addr(5), "--health-addr=127.0.0.1:0", "--requeue-dependency=5s"}},
 	} {
-		proc, err := startProcess(p.name, filepath.Join(logs, p.name+".log"), append(append([]string{}, env...), p.env...), true, p.args...)
+		// A /tmp of its own, as its Pod has: kustomize-controller removes every kustomization-*
+		// directory in its temporary directory when it starts (main.go, purgeStaleTempDirs), and
+		// with one /tmp for every bed, another bed's controller starting removed the directory
+		// a build of this one was reading ("evalsymlink failure on /tmp/kustomization-...").
+		tmp := f.TempDir(p.name)
+		if err := os.MkdirAll(tmp, 0o700); err != nil {
+			return f, err
+		}
+		procEnv := append(append(append([]string{}, env...), p.env...), "TMPDIR="+tmp)
+		proc, err := startProcess(p.name, filepath.Join(logs, p.name+".log"), procEnv, true, p.args...)
 		if err != nil {
 			return f, err
 		}
@@ -102,14 +112,20 @@ func (f *Flux) stop() {
 // This is what uninstalling the chart does to the operator's Pod: a
 // process that outlived its CRDs would keep watches that back off for up
 // to a minute, and a new install would wait for them.
-func (f *Flux) RestartOperator() error {
+func (f *Flux) RestartOperator() error { return f.Restart("flux-operator") }
+
+// Restart stops the Flux process named name; its supervisor starts a new one.
+func (f *Flux) Restart(name string) error {
 	for _, p := range f.procs {
-		if p.Name == "flux-operator" {
+		if p.Name == name {
 			return p.Restart()
 		}
 	}
-	return fmt.Errorf("the test bed runs no flux-operator")
+	return fmt.Errorf("the test bed runs no %s", name)
 }
+
+// TempDir is the temporary directory (TMPDIR) of the Flux process named name, its own.
+func (f *Flux) TempDir(name string) string { return filepath.Join(f.dir, "tmp", name) }
 
 // LogTails is the last n lines of each Flux process's log, for a failing
 // test to show what the controllers were doing.
