@@ -90,6 +90,12 @@ func startControlPlane(ctx context.Context, dir, addr string, hostIPs []net.IP, 
 	cp.procs = append(cp.procs, etcd)
 
 	p := func(name string) string { return filepath.Join(pkiDir, name) }
+	// k3s's Kubernetes writes its loopback client certificate into --cert-dir and, unlike
+	// upstream's, does not make the directory.
+	certDir := filepath.Join(dir, "apiserver-certs")
+	if err := os.MkdirAll(certDir, 0o700); err != nil {
+		return cp, err
+	}
 	var auditArgs []string
 	if auditReads {
 		policy := filepath.Join(dir, "audit-policy.yaml")
@@ -109,7 +115,7 @@ func startControlPlane(ctx context.Context, dir, addr string, hostIPs []net.IP, 
 		"--service-cluster-ip-range=" + ServiceCIDR,
 		"--authorization-mode=RBAC", "--allow-privileged=true",
 		"--enable-priority-and-fairness=false", "--profiling=false",
-		"--cert-dir=" + filepath.Join(dir, "apiserver-certs")}, auditArgs...)...)
+		"--cert-dir=" + certDir}, auditArgs...)...)
 	if err != nil {
 		return cp, err
 	}

@@ -46,13 +46,6 @@ install_tool() {
   echo "built   $name $version in $((SECONDS - start))s"
 }
 
-k8s_ldflags="-s -w"
-for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-  k8s_ldflags+=" -X $pkg.gitVersion=v$K8S_VERSION -X $pkg.gitMajor=${K8S_VERSION%%.*}"
-  minor=${K8S_VERSION#*.}
-  k8s_ldflags+=" -X $pkg.gitMinor=${minor%%.*} -X $pkg.gitTreeState=clean"
-done
-
 tools=("$@")
 sel() { local t=$1; [ ${#tools[@]} -eq 0 ] && return 0; [[ " ${tools[*]} " == *" $t "* ]]; }
 named() { [[ " ${tools[*]:-} " == *" $1 "* ]]; }
@@ -70,10 +63,6 @@ copy_module_dir() {
   mv "$dest.tmp" "$dest"
 }
 
-for cmd in kube-apiserver kube-controller-manager kube-scheduler; do
-  sel "$cmd" && build_tool "$cmd" "v$K8S_VERSION" "$here/k8s" "k8s.io/kubernetes/cmd/$cmd" -ldflags "$k8s_ldflags"
-done
-named kubectl && build_tool kubectl "v$K8S_VERSION" "$here/k8s" k8s.io/kubernetes/cmd/kubectl -ldflags "$k8s_ldflags"
 named helm && install_tool helm "v$HELM_VERSION" "helm.sh/helm/v3/cmd/helm@v$HELM_VERSION"
 # The Go linters make lint runs.
 named staticcheck && install_tool staticcheck "v$STATICCHECK_VERSION" "honnef.co/go/tools/cmd/staticcheck@v$STATICCHECK_VERSION"
@@ -118,6 +107,24 @@ sel kustomize-controller && build_tool kustomize-controller "v$FLUX_CONTROLLERS_
 sel gitserver && build_tool gitserver "v$GITSERVER_VERSION" "$here/gitserver" . -ldflags "-s -w"
 sel versitygw && install_tool versitygw "v$VERSITYGW_VERSION" "github.com/versity/versitygw/cmd/versitygw@v$VERSITYGW_VERSION"
 
+# k3s's source, as the Go module proxy serves it, copied once (the module cache is read-only) with
+# the manifests its scripts/build embeds.
+k3s_src="$cache/k3s-src-$K3S_MODULE_VERSION"
+k3s_source() {
+  [ -d "$k3s_src" ] && return
+  copy_module_dir "$here/k8s" "github.com/k3s-io/k3s@$K3S_MODULE_VERSION" . "$k3s_src"
+  cp "$k3s_src"/manifests/*.yaml "$k3s_src/pkg/deploy/embed/"
+}
+
+# k3s_go_build DEST PACKAGE LDFLAGS: go build in k3s's module as its scripts/build builds k3s (its
+# Go, CGO, its tags), so that every build here shares one set of compiled packages.
+k3s_go_build() {
+  local dest=$1 pkg=$2 ld=$3
+  (cd "$k3s_src" && GOTOOLCHAIN="$K3S_GOLANG" CGO_ENABLED=1 GOFLAGS="-buildvcs=false -mod=mod" go build -trimpath \
+    -tags "static_build libsqlite3 ctrd netcgo osusergo providerless urfave_cli_no_docs sqlite_omit_load_extension" \
+    -ldflags "$ld" -o "$dest" "$pkg" 2> >(grep -Ev "statically linked applications requires at runtime|^/usr/bin/ld: [^ ]+: in function" >&2))
+}
+
 # build_k3s VERSION: k3s's multicall binary (server, agent, etcd-snapshot, token, ...) from its
 # module, as its scripts/build does: the manifests embedded (pkg/deploy/embed), CGO for SQLite,
 # static, its build tags, and its version variables set (scripts/version.sh reads GitHub for
@@ -131,11 +138,8 @@ build_k3s() {
     return
   fi
   echo "build   k3s $version (from k3s-io/k3s@$K3S_MODULE_VERSION) ..."
-  local start=$SECONDS src="$cache/k3s-src-$K3S_MODULE_VERSION"
-  if [ ! -d "$src" ]; then
-    copy_module_dir "$here/k8s" "github.com/k3s-io/k3s@$K3S_MODULE_VERSION" . "$src"
-    cp "$src"/manifests/*.yaml "$src/pkg/deploy/embed/"
-  fi
+  local start=$SECONDS
+  k3s_source
   local commit=${K3S_MODULE_VERSION##*-} pkg=github.com/k3s-io/k3s
   local ld="-s -w -X $pkg/pkg/version.Version=$version -X $pkg/pkg/version.GitCommit=${commit:0:8}"
   ld+=" -X $pkg/pkg/version.UpstreamGolang=$K3S_GOLANG"
@@ -144,16 +148,69 @@ build_k3s() {
   done
   ld+=" -extldflags '-static -lm -ldl -lz -lpthread'"
   mkdir -p "$dest"
-  (cd "$src" && GOTOOLCHAIN="$K3S_GOLANG" CGO_ENABLED=1 GOFLAGS="-buildvcs=false -mod=mod" go build -trimpath \
-    -tags "static_build libsqlite3 ctrd netcgo osusergo providerless urfave_cli_no_docs sqlite_omit_load_extension" \
-    -ldflags "$ld" -o "$dest/k3s.tmp" ./cmd/server 2> >(grep -Ev "statically linked applications requires at runtime|^/usr/bin/ld: [^ ]+: in function" >&2))
-  cp "$src/install.sh" "$dest/install.sh"
+  k3s_go_build "$dest/k3s.tmp" ./cmd/server "$ld"
+  cp "$k3s_src/install.sh" "$dest/install.sh"
   mv "$dest/k3s.tmp" "$dest/k3s"
   echo "built   k3s $version in $((SECONDS - start))s ($(du -m "$dest/k3s" | cut -f1) MB)"
 }
+
+# build_k8s CMD: the bed's own control plane (kube-apiserver, kube-controller-manager,
+# kube-scheduler), and kubectl when named, from the Kubernetes k3s embeds (k3s's go.mod replaces k8s.io/kubernetes with its
+# fork), in k3s's module: the packages k3s's build compiled are reused, and only the commands'
+# own are compiled and linked (a cold build of the three took 458 s from upstream's module).
+build_k8s() {
+  local cmd=$1
+  local dest="$cache/$cmd-v$K8S_VERSION/$cmd"
+  if [ -x "$dest" ]; then
+    echo "cached  $cmd v$K8S_VERSION"
+    return
+  fi
+  echo "build   $cmd v$K8S_VERSION (Kubernetes in k3s-io/k3s@$K3S_MODULE_VERSION) ..."
+  local start=$SECONDS minor=${K8S_VERSION#*.}
+  k3s_source
+  local ld="-s -w"
+  for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    ld+=" -X $p.gitVersion=v$K8S_VERSION -X $p.gitMajor=${K8S_VERSION%%.*} -X $p.gitMinor=${minor%%.*} -X $p.gitTreeState=clean"
+  done
+  mkdir -p "$(dirname "$dest")"
+  local pkg="k8s.io/kubernetes/cmd/$cmd"
+  if [ "$cmd" = kube-apiserver ]; then
+    # The fork's own main panics ("close of closed channel"): its NewAPIServerCommand sets up the
+    # signal handler itself (k3s embeds it so, pkg/executor/embed), and cmd/kube-apiserver's main
+    # sets one up first. This main leaves it to NewAPIServerCommand; the stop channel it takes is
+    # unused (Run stops on the command's context).
+    pkg=./testbed/kube-apiserver
+    mkdir -p "$k3s_src/$pkg"
+    cat >"$k3s_src/$pkg/main.go" <<'GO'
+package main
+
+import (
+	"os"
+
+	"k8s.io/component-base/cli"
+	_ "k8s.io/component-base/logs/json/register"
+	_ "k8s.io/component-base/metrics/prometheus/clientgo"
+	_ "k8s.io/component-base/metrics/prometheus/version"
+	"k8s.io/kubernetes/cmd/kube-apiserver/app"
+)
+
+func main() {
+	os.Exit(cli.Run(app.NewAPIServerCommand(nil)))
+}
+GO
+  fi
+  k3s_go_build "$dest.tmp" "$pkg" "$ld"
+  mv "$dest.tmp" "$dest"
+  echo "built   $cmd v$K8S_VERSION in $((SECONDS - start))s ($(du -m "$dest" | cut -f1) MB)"
+}
+
 if sel k3s; then
   build_k3s "$K3S_VERSION"
   build_k3s "$K3S_UPGRADE_VERSION"
-  rm -rf "$cache/k3s-src-$K3S_MODULE_VERSION"
 fi
+for cmd in kube-apiserver kube-controller-manager kube-scheduler; do
+  sel "$cmd" && build_k8s "$cmd"
+done
+named kubectl && build_k8s kubectl
+rm -rf "$k3s_src"
 echo "test bed binaries are in $cache"

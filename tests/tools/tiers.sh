@@ -20,7 +20,9 @@ trap 'rm -rf "$logs"' EXIT
 tiers=(
   "lint|lint"
   "sanity|test-sanity"
-  "test bed|testbed-bin testbed-rootfs build e2e-tools"
+  # -j2: on a new machine the arm hosts' root filesystems (debootstrap: downloads, then one
+  # emulated CPU) are made while the bed's binaries compile, not after them.
+  "test bed|-j2 testbed-bin testbed-rootfs build e2e-tools"
   "unit|test-unit GOTESTFLAGS=-v"
   "integration|test-integration GOTESTFLAGS=-v;;molecule|test-molecule"
   "e2e ansible-core $(dpkg-query -W -f '${Version}' ansible-core 2>/dev/null | cut -d- -f1)|e2e-pass-debian;;e2e ansible-core $(sed -n 's/^ansible-core==//p' hack/requirements-dev.txt)|e2e-pass-pypi"
