@@ -40,7 +40,7 @@ func TestPreflightFindingsChangeNothing(t *testing.T) {
 	// empty /sys/module: overlay and br_netfilter still show by what they provide).
 	piWithoutMemoryCgroup(t, worker)
 	_, err := worker.Exec(`set -e
-		printf 'Filename\tType\tSize\tUsed\tPriority\n/var/swap\tfile\t102396\t0\t-2\n' >/tmp/swaps && mount --bind /tmp/swaps /proc/swaps
+		printf 'Filename\tType\tSize\tUsed\tPriority\n/var/swap\tfile\t102396\t0\t-2\n' >/root/swaps && mount --bind /root/swaps /proc/swaps
 		mount -t tmpfs tmpfs /sys/module
 		printf '# hardening\nnet.ipv4.ip_forward = 0\n' >/etc/sysctl.d/60-hardening.conf`)
 	require.NoError(t, err)
@@ -145,11 +145,11 @@ func preflightCost(t *testing.T, h interface{ Exec(string) (string, error) }) st
 		return "preflight cost: no k3s_node binary kept on the node (kept only with pipelining)"
 	}
 	timeIt := func(args string) time.Duration {
-		_, err := h.Exec(fmt.Sprintf("echo '%s' >/tmp/args.json", args))
+		_, err := h.Exec(fmt.Sprintf("echo '%s' >/root/args.json", args))
 		require.NoError(t, err)
 		start := time.Now()
 		for range 10 {
-			_, _ = h.Exec(strings.TrimSpace(bin) + " /tmp/args.json >/dev/null")
+			_, _ = h.Exec(strings.TrimSpace(bin) + " /root/args.json >/dev/null")
 		}
 		return time.Since(start) / 10
 	}

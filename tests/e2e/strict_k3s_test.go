@@ -64,10 +64,12 @@ func TestStrictK3sJoin(t *testing.T) {
 	// Node name and reject its node password for ever. Refused before anything is installed.
 	t.Run("one host name", func(t *testing.T) {
 		// As a re-flashed Pi would be: its new name in its own /etc/hosts (else sudo waits on DNS).
-		_, err := worker.Exec("cp /etc/hosts /tmp/hosts.orig && echo '127.0.1.1 node1' >>/etc/hosts && hostname node1")
+		// The copy goes to the host's own /root: /tmp is the machine's, shared with the other pass's
+		// hosts (this test in the other pass once restored its worker's hosts file from it).
+		_, err := worker.Exec("cp /etc/hosts /root/hosts.orig && echo '127.0.1.1 node1' >>/etc/hosts && hostname node1")
 		require.NoError(t, err)
 		r := play(context.Background(), args...)
-		_, restore := worker.Exec("cat /tmp/hosts.orig >/etc/hosts && hostname node2") // /etc/hosts is a bind mount: rewritten, not replaced
+		_, restore := worker.Exec("cat /root/hosts.orig >/etc/hosts && hostname node2") // /etc/hosts is a bind mount: rewritten, not replaced
 		require.NoError(t, restore)
 		require.Error(t, r.err, r.output)
 		flat := strings.Join(strings.Fields(r.output), " ")
