@@ -155,9 +155,10 @@ build_k3s() {
 }
 
 # build_k8s CMD: the bed's own control plane (kube-apiserver, kube-controller-manager,
-# kube-scheduler), and kubectl when named, from the Kubernetes k3s embeds (k3s's go.mod replaces k8s.io/kubernetes with its
-# fork), in k3s's module: the packages k3s's build compiled are reused, and only the commands'
-# own are compiled and linked (a cold build of the three took 458 s from upstream's module).
+# kube-scheduler), and kubectl when named, from the Kubernetes k3s embeds (k3s's go.mod replaces
+# k8s.io/kubernetes with its fork), in k3s's module: the packages k3s's build compiled are reused,
+# and only the commands' own are compiled and linked (a cold build of the three took 458 s from
+# upstream's module).
 build_k8s() {
   local cmd=$1
   local dest="$cache/$cmd-v$K8S_VERSION/$cmd"
