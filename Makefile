@@ -128,7 +128,7 @@ e2e-pass-pypi:
 
 N ?= 3
 
-soak: deps testbed-bin testbed-rootfs build ## Run the integration and e2e tiers N times (N=3) and list each test's passes, failures and durations (not part of make test); LOADED=1 under a CPU hog on one core and an fsync writer
+soak: deps testbed-bin $(E2E_PREREQUISITES) ## Run make test's last step (integration, molecule and both e2e passes, side by side) N times (N=3) and list each test's passes, failures and durations (not part of make test); LOADED=1 under a CPU hog on one core and an fsync writer
 	LOADED="$(LOADED)" tests/tools/soak.sh $(N)
 
 stress-readiness: testbed-bin ## Start the stand-in k3s agent's unit CYCLES times (100) and fail at the first start its systemctl stand-in does not mark active (not part of make test; run it beside a load)

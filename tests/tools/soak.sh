@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# make soak N=3: the integration and end-to-end tiers N times in a row, then each test's runs,
-# passes, failures and durations, for finding tests that fail now and then. Not part of make test.
-# The e2e tier runs twice a round (both ansible-cores, side by side), so its tests count two runs a round.
+# make soak N=3: make test's last step (the integration tier, molecule and the two end-to-end passes,
+# side by side) N times in a row, then each test's runs, passes, failures and durations, for finding
+# tests that fail now and then. Not part of make test. The e2e tier runs twice a round (both
+# ansible-cores), so its tests count two runs a round.
 # LOADED=1 (make soak LOADED=1): under load, as a busy CI machine is: a CPU hog on one of the two
 # cores and a writer that fsyncs 64 MiB over and over, both started here, bounded by the soak's
 # rounds (two hours each at most), and stopped by their PIDs when it ends. A loaded pass takes
@@ -28,8 +29,9 @@ if [ "${LOADED:-0}" = 1 ]; then
 fi
 for i in $(seq 1 "$rounds"); do
   start=$SECONDS
-  # -k: an integration failure does not keep the e2e tier from running.
-  if make -k test-integration test-e2e GOTESTFLAGS=-v >"$logs/round-$i.log" 2>&1; then
+  # make test's last step, as it runs there: the integration tier and molecule beside the two
+  # end-to-end passes (tests/tools/tiers.sh), each run whole even when another fails.
+  if tests/tools/tiers.sh --from integration >"$logs/round-$i.log" 2>&1; then
     echo "soak round $i of $rounds: passed in $((SECONDS - start)) s"
   else
     failed_rounds=$((failed_rounds + 1))

@@ -2,15 +2,25 @@
 # make test: every tier in turn, each run even when an earlier one failed (a failure must not hide
 # what else is wrong), its output shown as it comes, then one summary: tier, result, tests passed
 # and failed, seconds. Exits non-zero when any tier failed. The two end-to-end passes run side by
-# side (tests/tools/sidebyside.sh: each line after its pass's name; the second pass in test-bed slot
-# 1, tests/bed/testhosts/slot.go), once the test bed tier has made what both need; so do the
-# integration tier and molecule (slot 2, tests/tools/molecule.sh), both mostly waiting on Flux.
+# side (tests/tools/sidebyside.sh: each line after its tier's name; the second pass in test-bed slot
+# 1, tests/bed/testhosts/slot.go), once the test bed tier has made what both need, and beside them
+# the integration tier (slot 3) and molecule (slot 2, tests/tools/molecule.sh), both mostly waiting
+# on Flux.
 #
 # Counted: go test's `--- PASS` and `--- FAIL` lines (tests and subtests: the go tiers run with -v),
 # Python unittest's `Ran N tests` (less its failures and errors), and a tier that counts nothing
 # (lint, sanity, the test bed's build, molecule) as one check. A tier that fails before any test
 # failed (a build error) counts one failure.
+#
+# --from TIER starts at the step that holds TIER (make soak runs the last step so, as make test does).
 set -uo pipefail
+from=
+if [ "${1:-}" = --from ] && [ -n "${2:-}" ]; then
+  from="$2"
+elif [ $# -gt 0 ]; then
+  echo "usage: tiers.sh [--from TIER]" >&2
+  exit 2
+fi
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 cd "$root" || exit 1
 logs="$(mktemp -d /tmp/k3sf-tiers-XXXXXX)"
@@ -24,9 +34,16 @@ tiers=(
   # emulated CPU) are made while the bed's binaries compile, not after them.
   "test bed|-j2 testbed-bin testbed-rootfs build e2e-tools"
   "unit|test-unit GOTESTFLAGS=-v"
-  "integration|test-integration GOTESTFLAGS=-v;;molecule|test-molecule"
-  "e2e ansible-core $(dpkg-query -W -f '${Version}' ansible-core 2>/dev/null | cut -d- -f1)|e2e-pass-debian;;e2e ansible-core $(sed -n 's/^ansible-core==//p' hack/requirements-dev.txt)|e2e-pass-pypi"
+  # The last step, four at once: the integration tier (test-bed slot 3) and molecule (slot 2) spend
+  # their time waiting on Flux and an API server, so they run beside the two end-to-end passes
+  # (slots 0 and 1), which keep both cores busy, instead of before them.
+  "integration|test-integration GOTESTFLAGS=-v K3SF_BED_SLOT=3;;molecule|test-molecule;;e2e ansible-core $(dpkg-query -W -f '${Version}' ansible-core 2>/dev/null | cut -d- -f1)|e2e-pass-debian;;e2e ansible-core $(sed -n 's/^ansible-core==//p' hack/requirements-dev.txt)|e2e-pass-pypi"
 )
+
+if [ -n "$from" ] && ! printf ';;%s\n' "${tiers[@]}" | sed 's/;;/\n;;/g' | grep -qF ";;$from|"; then
+  echo "tiers.sh: no tier named \"$from\"" >&2
+  exit 2
+fi
 
 # count prints "passed failed" for a tier's log and exit code.
 count() {
@@ -51,6 +68,12 @@ total_failed=0
 failed_tiers=0
 step=0
 for entry in "${tiers[@]}"; do
+  if [ -n "$from" ]; then
+    case ";;$entry" in
+      *";;$from|"*) from= ;;
+      *) continue ;;
+    esac
+  fi
   # The tiers of this step, side by side when more than one.
   names=()
   commands=()

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# make test-unit: go test ./... as an unprivileged user (nobody), with its own Go caches under
+# make test-unit: go test ./... with each test binary run as an unprivileged user (nobody; compiled
+# as root in root's Go cache, tests/tools/as-nobody.sh), its own HOME and Go caches under
 # /var/cache/k3s_flux-unit, and a coverage gate on the modules that carry logic (the controller modules and the node
 # modules but k3s_reboot, whose logic is the action plugin's wait and a detached systemctl): the unit tier needs
 # no root, no network once its module cache is filled, and no test bed.
@@ -28,8 +29,10 @@ start=$SECONDS
 out="$(mktemp)"
 trap 'rm -f "$out"' EXIT
 # GOTESTFLAGS: make test passes -v, so that its summary counts each test.
+exec_as=()
+[ "$(id -u)" -ne 0 ] || exec_as=(-exec "$root/tests/tools/as-nobody.sh")
 # shellcheck disable=SC2086 # flags, split on purpose
-if ! run_as go test -count=1 -cover ${GOTESTFLAGS:-} ./... 2>&1 | tee "$out"; then
+if ! go test -count=1 -cover "${exec_as[@]}" ${GOTESTFLAGS:-} ./... 2>&1 | tee "$out"; then
   echo "unit tests failed" >&2
   exit 1
 fi

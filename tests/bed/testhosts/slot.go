@@ -9,8 +9,8 @@ import (
 
 // SlotEnv gives a test process its slot, so that several of them can run
 // their test beds at once: make test-e2e runs the two ansible-core passes
-// side by side (slots 0 and 1), and make test runs molecule (slot 2) beside
-// the integration tier; slots 3 and 4 are free for more. Slot N > 0 appends
+// side by side (slots 0 and 1), and make test runs molecule (slot 2) and
+// the integration tier (slot 3) beside them; slot 4 is free for more. Slot N > 0 appends
 // N to every bed's name (its namespaces, interfaces) and moves its subnet's
 // third octet up by SlotStep×N; the bed's loopback ports come from the
 // slot's own share of the range (bed.freePort). Unset or 0: the names and
