@@ -38,8 +38,13 @@ help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9-]+:.*## / {printf "  %-17s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 build: $(NODE_BINARIES) $(CONTROLLER_BINARIES) ## Build the binaries: node modules for linux amd64/arm64/armv7, the controller binary for linux and darwin, amd64 and arm64
-	@# Renamed into place: a release another make packs meanwhile reads the old sums or the new, whole.
-	@sha256sum $(NODE_BINARIES) $(CONTROLLER_BINARIES) >plugins/bin/SHA256SUMS.$$$$ && mv -f plugins/bin/SHA256SUMS.$$$$ plugins/bin/SHA256SUMS
+	@# Written beside, in dist/ (which no collection build reads), and renamed into place only when
+	@# the sums changed: a release another make packs meanwhile reads the old sums or the new, whole,
+	@# and a collection installed from this tree meanwhile (molecule, beside the e2e passes whose
+	@# release makes this target) never meets a file that is gone when it copies it.
+	@mkdir -p dist && sha256sum $(NODE_BINARIES) $(CONTROLLER_BINARIES) >dist/.SHA256SUMS.$$$$ && \
+		if cmp -s dist/.SHA256SUMS.$$$$ plugins/bin/SHA256SUMS; then rm -f dist/.SHA256SUMS.$$$$; \
+		else mv -f dist/.SHA256SUMS.$$$$ plugins/bin/SHA256SUMS; fi
 	@ls -lL $(NODE_BINARIES) $(CONTROLLER_BINARIES) | awk '{printf "  %-40s %6.2f MB\n", $$9, $$5/1048576}'
 
 # What the binaries are built from: a binary is rebuilt only when one of these is newer (make test

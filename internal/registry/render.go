@@ -54,7 +54,7 @@ func Python() string {
 func RuntimeYAML() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "---\n# %s\n", generated)
-	b.WriteString("requires_ansible: \">=2.14\"\n")
+	b.WriteString("requires_ansible: \">=2.14.0\"\n")
 	b.WriteString("# module_defaults can set kubeconfig once for every cluster module:\n")
 	b.WriteString("#   module_defaults:\n#     group/gitops.k3s_flux.cluster:\n")
 	b.WriteString("#       kubeconfig: \"{{ playbook_dir }}/../.generated/kubeconfig\"\n")
