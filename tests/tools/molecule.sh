@@ -15,7 +15,8 @@ chmod 700 .generated
 # ansible.cfg; molecule.yml names the collections path).
 while read -r var; do unset "$var"; done < <(compgen -e | grep '^ANSIBLE_' || true)
 # Test-bed slot 2 (tests/bed/testhosts/slot.go) unless told otherwise: make test runs this beside
-# the integration tier, in slot 0, and its loopback ports must not meet theirs.
+# the two e2e passes (slots 0 and 1) and the integration tier (slot 3), and its loopback ports must
+# not meet theirs.
 export K3SF_BED_SLOT="${K3SF_BED_SLOT:-2}"
 home="$(mktemp -d)"
 trap 'rm -rf "$home"' EXIT

@@ -40,9 +40,19 @@ tiers=(
   "integration|test-integration GOTESTFLAGS=-v K3SF_BED_SLOT=3;;molecule|test-molecule;;e2e ansible-core $(dpkg-query -W -f '${Version}' ansible-core 2>/dev/null | cut -d- -f1)|e2e-pass-debian;;e2e ansible-core $(sed -n 's/^ansible-core==//p' hack/requirements-dev.txt)|e2e-pass-pypi"
 )
 
-if [ -n "$from" ] && ! printf ';;%s\n' "${tiers[@]}" | sed 's/;;/\n;;/g' | grep -qF ";;$from|"; then
-  echo "tiers.sh: no tier named \"$from\"" >&2
-  exit 2
+# The step to start at: the first, or the one holding --from's tier.
+first=0
+if [ -n "$from" ]; then
+  first=-1
+  for i in "${!tiers[@]}"; do
+    case ";;${tiers[$i]}" in
+      *";;$from|"*) first=$i && break ;;
+    esac
+  done
+  if [ "$first" -lt 0 ]; then
+    echo "tiers.sh: no tier named \"$from\"" >&2
+    exit 2
+  fi
 fi
 
 # count prints "passed failed" for a tier's log and exit code.
@@ -67,13 +77,7 @@ total_passed=0
 total_failed=0
 failed_tiers=0
 step=0
-for entry in "${tiers[@]}"; do
-  if [ -n "$from" ]; then
-    case ";;$entry" in
-      *";;$from|"*) from= ;;
-      *) continue ;;
-    esac
-  fi
+for entry in "${tiers[@]:first}"; do
   # The tiers of this step, side by side when more than one.
   names=()
   commands=()

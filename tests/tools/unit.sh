@@ -8,17 +8,10 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 gate=80
 gated=(cluster_nodes_info flux_instance flux_operator flux_repo_check flux_status_info seed_secret k3s_kubeconfig k3s_node k3s_node_info node_drain k3s_prepare k3s_etcd_restore k3s_etcd_snapshot k3s_firewall k3s_manifest)
-cache=/var/cache/k3s_flux-unit
-user=nobody
-
+# Run as the test user (tests/tools/as-nobody.sh) when started as root.
 run_as() {
   if [ "$(id -u)" -eq 0 ]; then
-    mkdir -p "$cache"
-    chown "$user" "$cache"
-    # The tree must be readable by the test user; writes go to the caches and $TMPDIR only.
-    setpriv --reuid="$user" --regid="$(id -g "$user")" --clear-groups \
-      env HOME="$cache" GOCACHE="$cache/build" GOMODCACHE="$cache/mod" GOTMPDIR= TMPDIR=/tmp \
-      PATH="$PATH" GOFLAGS="${GOFLAGS:-}" GOTOOLCHAIN=local "$@"
+    "$root/tests/tools/as-nobody.sh" "$@"
   else
     "$@"
   fi
