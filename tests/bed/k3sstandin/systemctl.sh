@@ -181,9 +181,10 @@ start() {
 
 # shutdown is what follows `systemctl reboot`: systemd stops the units,
 # then kills what is left, then the machine reboots. Here: the request is
-# left for the test host's boot loop, and every other process in this
-# host's mount namespace (sshd's listener among them) gets SIGTERM, then
-# SIGKILL.
+# left for the test host's boot loop, every other process in this host's
+# mount namespace (sshd's listener among them) gets SIGTERM, then SIGKILL,
+# and only then is the host told it may boot again (halted: tests/bed/
+# testhosts' ShutdownDone), never while something of this boot runs.
 shutdown() {
   sleep 0.5
   for u in $UNITS; do
@@ -199,6 +200,7 @@ shutdown() {
     done
     sleep 1
   done
+  touch "$MACHINE/halted"
 }
 
 # boot is what systemd does at boot for these units: what ran before is

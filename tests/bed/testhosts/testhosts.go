@@ -56,6 +56,11 @@ const BootHooks = MachineDir + "/boot.d"
 // once everything in it has stopped (the systemctl stand-in's reboot).
 const RebootRequest = MachineDir + "/reboot"
 
+// ShutdownDone is the file the host's shutdown (the systemctl stand-in's, after
+// RebootRequest) writes once nothing of the old boot runs: only then does the
+// host boot again.
+const ShutdownDone = MachineDir + "/halted"
+
 // User is the account Ansible logs in as: unprivileged, with sudo (without
 // a password), as on a homelab's node. Its UID is unlikely to be taken on
 // the machine that runs the test bed.
@@ -425,8 +430,12 @@ echo $$ >%[5]s
 // start runs the host: script in new mount and UTS namespaces inside the
 // host's network namespace, its last command exec'ing sshd. When sshd exits
 // on the host's request to reboot (machine/reboot, the host's RebootRequest
-// seen from outside), it starts again after a second, as a machine boots;
-// otherwise the loop ends.
+// seen from outside), it starts again once the shutdown has killed
+// everything of the old boot (machine/halted, ShutdownDone) and a second
+// later, as a machine boots; otherwise the loop ends. The shutdown's kill
+// reaches sshd's listener in PID order, maybe long before the rest on a
+// busy machine: a new boot started then ran beside processes of the old
+// one, which a real reboot never does.
 func (h *Host) start(script, machine string) error {
 	logFile, err := os.Create(filepath.Join(h.Root, "sshd.log"))
 	if err != nil {
@@ -434,13 +443,15 @@ func (h *Host) start(script, machine string) error {
 	}
 	defer logFile.Close()
 	request := filepath.Join(machine, filepath.Base(RebootRequest))
+	halted := filepath.Join(machine, filepath.Base(ShutdownDone))
 	loop := fmt.Sprintf(`while :; do
-  rm -f %[1]s
+  rm -f %[1]s %[3]s
   ip netns exec %[2]s unshare --mount --uts --propagation private -- sh -c "$0"
   [ -e %[1]s ] || exit 0
   echo "rebooting"
+  while [ ! -e %[3]s ]; do sleep 0.1; done
   sleep 1
-done`, request, h.NetNS)
+done`, request, h.NetNS, halted)
 	cmd := exec.Command("sh", "-c", loop, script)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // not killed with the caller's terminal
